@@ -1,0 +1,1 @@
+"""Problem families (installed as harness.datasets; see the [tool.setuptools] note)."""

@@ -1,0 +1,16 @@
+"""gpc-harness: benchmark exact inference methods for Gaussian-process classification.
+
+Binary probit GPC reduces exactly to Gaussian orthant probabilities (MATH.md §2); the harness
+runs method plugins on problems at several Monte Carlo budgets and compares them with exact
+ground truth wherever it exists.
+"""
+
+from harness.errors import InputError
+from harness.estimate import Estimate
+from harness.kernels import RBF, Kernel, Linear
+from harness.method import Method
+from harness.problem import Problem, Truth
+
+__version__ = "0.1.0"
+
+__all__ = ["Estimate", "InputError", "Kernel", "Linear", "Method", "Problem", "RBF", "Truth"]

@@ -1,0 +1,155 @@
+"""Command line: python -m harness {list, run, ...}.
+
+Bad input ends with exit code 2 and one line on stderr naming the field; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+
+from harness.errors import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit code 2)."""
+
+    def error(self, message):
+        raise InputError(self.prog, message, "see --help")
+
+
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
+                          Callable[[argparse.Namespace], int]]] = {}
+
+
+def command(name: str, setup: Callable[[argparse.ArgumentParser], None]):
+    """Register a subcommand: setup(parser) adds its arguments; the decorated function runs it."""
+    def register(run: Callable[[argparse.Namespace], int]):
+        COMMANDS[name] = (setup, run)
+        return run
+    return register
+
+
+# ---- list ---------------------------------------------------------------------------------
+def _setup_list(p):
+    p.description = "List the registered methods, problem families and presets."
+
+
+@command("list", _setup_list)
+def cmd_list(args) -> int:
+    from harness.registry import methods, presets, problem_families
+
+    print("methods:")
+    for name, cls in methods().items():
+        kind = "exact" if cls.exact else "approximate"
+        print(f"  {name:<24} {kind:<12} {cls.summary}")
+    print("problem families:")
+    for name, fam in problem_families().items():
+        print(f"  {name:<24} truth={fam.truth:<9} {fam.summary}")
+    print("presets:")
+    for name, (fam, params) in presets().items():
+        spec = ",".join(f"{k}={v}" for k, v in params.items())
+        print(f"  {name:<24} {fam.name}:{spec}")
+    print("files: any .npz (cov, or X_train/y_train/X_test/kernel/alpha/beta) or .csv "
+          "(label column y, optional split column)")
+    return 0
+
+
+# ---- run ----------------------------------------------------------------------------------
+def _setup_run(p):
+    p.description = "Run one method on one problem and compare with the exact truth."
+    p.add_argument("--problem", required=True,
+                   help="family:key=value,..., a preset name, or a path to a .npz/.csv file")
+    p.add_argument("--method", required=True, help="method name (see `list`)")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   help="a method setting (repeatable)")
+    p.add_argument("--budget", required=True, help="Monte Carlo budget (e.g. 100000 or 1e5)")
+    p.add_argument("--seed", default="0", help="run seed (an integer)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def parse_int(field: str, text: str, minimum: int | None = None) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(field, f"must be an integer, got {text!r}") from None
+    if not math.isfinite(value) or not value.is_integer():
+        raise InputError(field, f"must be an integer, got {text!r}")
+    if minimum is not None and value < minimum:
+        raise InputError(field, f"must be >= {minimum}, got {text}")
+    return int(value)
+
+
+@command("run", _setup_run)
+def cmd_run(args) -> int:
+    from harness.registry import get_method
+    from harness.runner import run_one
+    from harness.seeding import rng_for
+    from harness.spec import make_problem, parse_pairs
+
+    budget = parse_int("--budget", args.budget, minimum=1)
+    seed = parse_int("--seed", args.seed, minimum=0)
+    settings: dict[str, str] = {}
+    for item in args.settings:
+        settings.update(parse_pairs(item, "--set"))
+    method = get_method(args.method).from_settings(settings)
+    problem = make_problem(args.problem)
+    key = {"problem": problem.name, "method": method.label(), "budget": budget, "seed": seed}
+    record = run_one(problem, method, budget, rng_for(key), seed=seed)
+    if args.json:
+        print(json.dumps(record, allow_nan=False))
+    else:
+        print(format_record(record))
+    return 0 if record["status"] == "ok" else 1
+
+
+def format_record(r: dict) -> str:
+    lines = [f"{r['method']} on {r['problem']} (N={r['n_train']}, {r['n_test']} test points), "
+             f"budget {r['budget']} {r['budget_unit']}, seed {r['seed']}"]
+    if r["status"] != "ok":
+        lines.append(f"  status: {r['status']}: {r['reason']}")
+    if r.get("log_marginal_likelihood") is not None:
+        se = r.get("log_marginal_likelihood_se")
+        lines.append(f"  log Z estimate: {r['log_marginal_likelihood']:.6f}"
+                     + (f" ± {se:.2g}" if se is not None else ""))
+    if "true_log_marginal_likelihood" in r:
+        lines.append(f"  log Z truth ({r['truth_kind']}): {r['true_log_marginal_likelihood']:.6f}")
+    if "abs_log_error" in r:
+        lines.append(f"  |error| {r['abs_log_error']:.3g} nats, MAPE {r['mape_percent']:.3g} %")
+    if "mae" in r:
+        lines.append(f"  test probabilities: MAE {r['mae']:.3g}")
+    lines.append(f"  CPU {r['cpu_seconds']:.2f} s, wall {r['wall_seconds']:.2f} s, "
+                 f"peak memory {r['peak_memory_mb']:.0f} MB")
+    if r.get("diagnostics"):
+        lines.append("  diagnostics: " + ", ".join(f"{k}={v}" for k, v in r["diagnostics"].items()))
+    return "\n".join(lines)
+
+
+# ---- entry point --------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m harness",
+                     description="Benchmark exact inference methods for GP classification.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, (setup, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=(setup.__doc__ or "").strip() or None)
+        p.prog = f"python -m harness {name}"
+        setup(p)
+        p.set_defaults(func=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,34 @@
+"""Dense linear algebra with clear errors (the Cholesky factor every sequential method shares)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from harness.errors import InputError
+
+
+def check_covariance(R: np.ndarray, field: str = "cov") -> np.ndarray:
+    """Return R as a float64 array after checking it is square, finite and symmetric."""
+    R = np.asarray(R, dtype=float)
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] == 0:
+        raise InputError(field, f"must be a non-empty square matrix, got shape {R.shape}")
+    if not np.all(np.isfinite(R)):
+        raise InputError(field, "contains NaN or infinite values", "remove or impute them")
+    scale = max(float(np.max(np.abs(R))), 1e-300)
+    if np.max(np.abs(R - R.T)) > 1e-10 * scale:
+        raise InputError(field, "is not symmetric", "pass (R + R.T) / 2 if that is what you mean")
+    return R
+
+
+def cholesky_lower(R: np.ndarray, field: str = "cov") -> np.ndarray:
+    """Lower Cholesky factor L (R = L L^T), or an InputError naming the field if R is not PD."""
+    try:
+        return scipy.linalg.cholesky(R, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        eig_min = float(scipy.linalg.eigvalsh(R, subset_by_index=[0, 0])[0])
+        raise InputError(
+            field,
+            f"is not positive definite (smallest eigenvalue {eig_min:.3g})",
+            "check the kernel parameters or add a small diagonal term",
+        ) from None

@@ -1,0 +1,110 @@
+"""The method plugin interface (scikit-learn conventions: settings in the constructor,
+one method does the work, results in plain attributes of the returned Estimate)."""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.estimate import Estimate
+from harness.problem import Problem
+
+
+class Method(ABC):
+    """Base class of every inference method.
+
+    Subclasses declare their settings as keyword arguments of __init__ with defaults, store
+    them unchanged as attributes of the same name, and implement `_estimate`.
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    exact: ClassVar[bool] = True            # False for EP, Laplace, variational
+    budget_unit: ClassVar[str] = "samples"  # what the budget counts
+    estimates_log_z: ClassVar[bool] = True
+    predicts: ClassVar[bool] = True
+
+    # ---- settings -----------------------------------------------------------------------
+    @classmethod
+    def setting_defaults(cls) -> dict[str, Any]:
+        sig = inspect.signature(cls.__init__)
+        return {
+            p.name: p.default
+            for p in sig.parameters.values()
+            if p.name != "self" and p.default is not inspect.Parameter.empty
+        }
+
+    def get_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.setting_defaults()}
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> Method:
+        """Build from user settings (strings are coerced to the type of the default)."""
+        defaults = cls.setting_defaults()
+        kwargs = {}
+        for key, value in settings.items():
+            if key not in defaults:
+                raise InputError(
+                    f"method {cls.name}: setting {key!r}",
+                    "is not a setting of this method",
+                    f"valid settings: {', '.join(sorted(defaults)) or 'none'}",
+                )
+            kwargs[key] = coerce_setting(f"method {cls.name}: setting {key!r}", value,
+                                         defaults[key])
+        return cls(**kwargs)
+
+    def label(self) -> str:
+        """Instance name, e.g. 'rejection-bootstrap[count=hard]' (settings that differ)."""
+        changed = {k: v for k, v in self.get_settings().items()
+                   if v != self.setting_defaults()[k]}
+        if not changed:
+            return self.name
+        return f"{self.name}[{','.join(f'{k}={v}' for k, v in sorted(changed.items()))}]"
+
+    # ---- work ---------------------------------------------------------------------------
+    def estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+        """Estimate log Z and the test probabilities of `problem` with `budget` units of work."""
+        if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
+            raise InputError("budget", f"must be a positive integer, got {budget!r}")
+        if budget <= 0:
+            raise InputError("budget", f"must be a positive integer, got {budget}")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("rng must be a numpy.random.Generator")
+        result = self._estimate(problem, int(budget), rng)
+        result.check(problem.n_test)
+        return result
+
+    @abstractmethod
+    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+        """The estimator itself; `budget` is a positive int."""
+
+
+def coerce_setting(field: str, value: Any, default: Any) -> Any:
+    """Coerce a (possibly string) setting value to the type of its default."""
+    if not isinstance(value, str) or isinstance(default, str) or default is None:
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise InputError(field, f"must be true or false, got {value!r}")
+        if isinstance(default, int | float) and not isinstance(default, bool):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(field, f"must be a number, got {value!r}")
+            return type(default)(value) if isinstance(default, float) else value
+        return value
+    text = value.strip()
+    if isinstance(default, bool):
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise InputError(field, f"must be true or false, got {value!r}")
+    try:
+        if isinstance(default, int):
+            return int(float(text)) if float(text).is_integer() else int(text)
+        if isinstance(default, float):
+            return float(text)
+    except ValueError:
+        raise InputError(field, f"must be a number, got {value!r}") from None
+    return text

@@ -1,0 +1,259 @@
+"""Benchmark problems and their orthant form (MATH.md §1–2).
+
+A Problem holds either classification data and a kernel, or (for a pure orthant problem)
+the covariance R directly. Every method sees the same derived quantities, computed once
+and cached on the object:
+
+    R  = C (K + I) C,  C = diag(y)                    orthant covariance of the training part (A.30)
+    L  = chol(R)                                      shared by every sequential method (§4)
+    B  = C K(X_train, X_test)                         training/test cross-covariances (A.28)
+    W  = L^{-1} B,  s_j^2 = 1 + k(x*_j, x*_j) - |W_j|^2
+                                                      Cholesky row and pivot of each test variable
+                                                      appended after the training variables (A.52)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from harness.errors import InputError
+from harness.kernels import Kernel
+from harness.linalg import check_covariance, cholesky_lower
+
+ORDERS = ("interleave", "shuffle", "as-given")
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Ground truth for a problem: exact (an oracle) or a reference (carries its error)."""
+
+    log_marginal_likelihood: float
+    test_probabilities: np.ndarray | None = None
+    kind: str = "exact"
+    source: str = ""
+    log_marginal_likelihood_se: float = 0.0
+
+
+def class_order(y: np.ndarray, how: str, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Permutation of the training points that arranges the two classes.
+
+    'interleave' spreads both classes evenly through the sequence (the paper insists the
+    classes must not come in blocks, MATH.md §5); 'shuffle' is a seeded random permutation;
+    'as-given' keeps the order of the data.
+    """
+    n = len(y)
+    if how == "as-given":
+        return np.arange(n)
+    if how == "shuffle":
+        return (rng or np.random.default_rng(0)).permutation(n)
+    if how == "interleave":
+        key = np.empty(n)
+        for label in (1, -1):
+            idx = np.flatnonzero(y == label)
+            key[idx] = (np.arange(len(idx)) + 0.5) / max(len(idx), 1)
+        # ties (equal class sizes) put the positive class first
+        return np.lexsort((-y, key))
+    raise InputError("order", f"unknown class order {how!r}", f"use one of {list(ORDERS)}")
+
+
+def _as_matrix(X, field: str) -> np.ndarray:
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise InputError(field, f"must be a 2-D array (points x features), got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise InputError(field, "contains NaN or infinite values", "remove or impute them")
+    return X
+
+
+def check_labels(y, field: str = "y_train") -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise InputError(field, f"must be a 1-D array of labels, got shape {y.shape}")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise InputError(field, "contains NaN or infinite values")
+    bad = ~np.isin(y, (-1, 1))
+    if np.any(bad):
+        example = y[bad][0]
+        raise InputError(
+            field, f"labels must be -1 or +1, found {example!r}", "map the two classes to -1/+1"
+        )
+    return y.astype(np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One benchmark problem, fully materialised. Build it with `classification` or `orthant`."""
+
+    name: str
+    family: str = "custom"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    X_train: np.ndarray | None = None
+    y_train: np.ndarray | None = None
+    X_test: np.ndarray | None = None
+    y_test: np.ndarray | None = None
+    kernel: Kernel | None = None
+    covariance: np.ndarray | None = None
+    truth: Truth | None = None
+    description: str = ""
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def classification(
+        cls,
+        name: str,
+        X_train,
+        y_train,
+        X_test,
+        kernel: Kernel,
+        *,
+        y_test=None,
+        order: str = "interleave",
+        seed: int = 0,
+        truth: Truth | None = None,
+        family: str = "custom",
+        params: Mapping[str, Any] | None = None,
+        description: str = "",
+    ) -> Problem:
+        """A GPC problem; the training points are rearranged by `order` (see class_order)."""
+        X_train = _as_matrix(X_train, "X_train")
+        y_train = check_labels(y_train, "y_train")
+        if len(y_train) != len(X_train):
+            raise InputError(
+                "y_train", f"has {len(y_train)} labels for {len(X_train)} training points"
+            )
+        X_test = (
+            np.empty((0, X_train.shape[1])) if X_test is None else _as_matrix(X_test, "X_test")
+        )
+        if X_test.shape[1] != X_train.shape[1]:
+            raise InputError(
+                "X_test",
+                f"has {X_test.shape[1]} features but X_train has {X_train.shape[1]}",
+            )
+        if y_test is not None:
+            y_test = check_labels(y_test, "y_test")
+            if len(y_test) != len(X_test):
+                raise InputError("y_test", f"has {len(y_test)} labels for {len(X_test)} points")
+        perm = class_order(y_train, order, np.random.default_rng(seed))
+        problem = cls(
+            name=name,
+            family=family,
+            params=dict(params or {}),
+            X_train=X_train[perm],
+            y_train=y_train[perm],
+            X_test=X_test,
+            y_test=y_test,
+            kernel=kernel,
+            truth=truth,
+            description=description,
+        )
+        problem.chol  # noqa: B018  (validate early: a clear error, not a failure in a worker)
+        return problem
+
+    @classmethod
+    def orthant(
+        cls,
+        name: str,
+        covariance,
+        *,
+        truth: Truth | None = None,
+        family: str = "custom",
+        params: Mapping[str, Any] | None = None,
+        description: str = "",
+    ) -> Problem:
+        """A pure orthant problem: estimate log P(v >= 0), v ~ N(0, covariance)."""
+        R = check_covariance(covariance, "cov")
+        problem = cls(
+            name=name,
+            family=family,
+            params=dict(params or {}),
+            covariance=R,
+            truth=truth,
+            description=description,
+        )
+        problem.chol  # noqa: B018
+        return problem
+
+    # ---- shape --------------------------------------------------------------------------
+    @property
+    def is_orthant(self) -> bool:
+        return self.covariance is not None
+
+    @property
+    def n_train(self) -> int:
+        return len(self.covariance) if self.is_orthant else len(self.y_train)
+
+    @property
+    def n_test(self) -> int:
+        return 0 if self.is_orthant else len(self.X_test)
+
+    # ---- derived quantities (cached) ----------------------------------------------------
+    @cached_property
+    def K(self) -> np.ndarray:
+        """Prior covariance of the training latents, K(X_train, X_train)."""
+        if self.is_orthant:
+            raise AttributeError("a pure orthant problem has no kernel matrix")
+        return self.kernel(self.X_train, self.X_train)
+
+    @cached_property
+    def R(self) -> np.ndarray:
+        """Orthant covariance of the training variables, C (K + I) C (A.30)."""
+        if self.is_orthant:
+            return self.covariance
+        y = self.y_train.astype(float)
+        R = self.K * np.outer(y, y)
+        R[np.diag_indices_from(R)] += 1.0
+        return R
+
+    @cached_property
+    def chol(self) -> np.ndarray:
+        """Lower Cholesky factor of R."""
+        return cholesky_lower(self.R, "cov" if self.is_orthant else "kernel matrix")
+
+    @cached_property
+    def test_cross(self) -> np.ndarray:
+        """B = C K(X_train, X_test): covariance of the training and test orthant variables."""
+        if self.n_test == 0:
+            return np.empty((self.n_train, 0))
+        return self.y_train[:, None] * self.kernel(self.X_train, self.X_test)
+
+    @cached_property
+    def test_variance(self) -> np.ndarray:
+        """Variance of each test orthant variable, 1 + k(x*, x*)."""
+        if self.n_test == 0:
+            return np.empty(0)
+        return 1.0 + self.kernel.diag(self.X_test)
+
+    @cached_property
+    def test_rows(self) -> np.ndarray:
+        """W = L^{-1} B: the Cholesky row of each test variable (N x n_test)."""
+        if self.n_test == 0:
+            return np.empty((self.n_train, 0))
+        return scipy.linalg.solve_triangular(self.chol, self.test_cross, lower=True)
+
+    @cached_property
+    def test_sd(self) -> np.ndarray:
+        """Conditional sd of each test variable given the training variables (its pivot)."""
+        var = self.test_variance - np.einsum("ij,ij->j", self.test_rows, self.test_rows)
+        # var >= 1 in exact arithmetic (the +I of the probit noise); guard rounding only
+        return np.sqrt(np.maximum(var, 1e-300))
+
+    def summary(self) -> dict[str, Any]:
+        """Plain description for records and reports."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "params": dict(self.params),
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "kernel": None if self.is_orthant else {"name": self.kernel.name,
+                                                    **self.kernel.params()},
+            "truth": None if self.truth is None else self.truth.kind,
+        }

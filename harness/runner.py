@@ -1,0 +1,108 @@
+"""Run one method on one problem at one budget and return a plain record.
+
+The record holds only plain data (numbers, strings, lists), so it can be printed as JSON,
+sent back from a Dask worker, and stored without pickles. Timing follows DESIGN.md: BLAS is
+limited to one thread, and the method call is timed by thread CPU time, wall time and the
+peak memory it allocated through numpy/Python (tracemalloc).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import tracemalloc
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from harness import metrics
+from harness.errors import InputError
+from harness.estimate import Estimate
+from harness.method import Method
+from harness.problem import Problem
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def run_method(
+    problem: Problem, method: Method, budget: int, rng: np.random.Generator,
+    *, blas_threads: int = 1,
+) -> dict[str, Any]:
+    """Estimate with timing; a bug in a method becomes status 'error' with the reason."""
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+    try:
+        with threadpool_limits(blas_threads):
+            estimate = method.estimate(problem, budget, rng)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded, never lost
+        estimate = Estimate(None, None, status="error", reason=f"{type(exc).__name__}: {exc}")
+    cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
+                       time.perf_counter() - wall0)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    if not tracing:
+        tracemalloc.stop()
+    return {
+        "status": estimate.status,
+        "reason": estimate.reason,
+        "log_marginal_likelihood": _plain(estimate.log_marginal_likelihood),
+        "log_marginal_likelihood_se": _plain(estimate.log_marginal_likelihood_se),
+        "test_probabilities": (None if estimate.test_probabilities is None
+                               else np.asarray(estimate.test_probabilities, float).tolist()),
+        "cpu_seconds": cpu,
+        "process_cpu_seconds": proc,
+        "wall_seconds": wall,
+        "peak_memory_mb": max(peak, 0) / 2**20,
+        "diagnostics": {k: _plain(v) for k, v in estimate.diagnostics.items()},
+    }
+
+
+def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
+    """Errors against the problem's truth (exact oracle or reference), when it has one."""
+    truth = problem.truth
+    out: dict[str, Any] = {}
+    if truth is None:
+        return out
+    out["truth_kind"] = truth.kind
+    out["true_log_marginal_likelihood"] = truth.log_marginal_likelihood
+    lz = record.get("log_marginal_likelihood")
+    if record["status"] == "ok" and lz is not None:
+        out["abs_log_error"] = metrics.abs_log_error(lz, truth.log_marginal_likelihood)
+        out["mape_percent"] = metrics.mape_percent(lz, truth.log_marginal_likelihood)
+    probs = record.get("test_probabilities")
+    if (record["status"] == "ok" and probs is not None and truth.test_probabilities is not None
+            and problem.n_test):
+        out["mae"] = metrics.mae(probs, truth.test_probabilities)
+    return out
+
+
+def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
+            **identity: Any) -> dict[str, Any]:
+    """The full record of one run: identity fields, results, timings and truth metrics."""
+    record = {
+        **identity,
+        "problem": problem.name,
+        "method": method.label(),
+        "method_name": method.name,
+        "settings": method.get_settings(),
+        "exact_method": method.exact,
+        "budget": int(budget),
+        "budget_unit": method.budget_unit,
+        "n_train": problem.n_train,
+        "n_test": problem.n_test,
+    }
+    record.update(run_method(problem, method, budget, rng))
+    record.update(truth_metrics(problem, record))
+    return record

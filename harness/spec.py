@@ -1,0 +1,56 @@
+"""Problem specifications: `family:key=value,...`, a preset name, or a path to a problem file."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.problem import Problem
+from harness.registry import get_family, presets
+
+FILE_SUFFIXES = (".npz", ".csv")
+
+
+def parse_pairs(text: str, field: str) -> dict[str, str]:
+    """'a=1,b=x' -> {'a': '1', 'b': 'x'} with a clear error for malformed pairs."""
+    pairs: dict[str, str] = {}
+    if not text:
+        return pairs
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise InputError(field, f"malformed item {item!r}", "write key=value,key=value")
+        if key in pairs:
+            raise InputError(field, f"key {key!r} given twice")
+        pairs[key] = value
+    return pairs
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """'head:k=v,...' -> (head, {k: v}); a bare 'head' has no options."""
+    spec = spec.strip()
+    if not spec:
+        raise InputError("problem", "empty problem spec",
+                         "give family:key=value,..., a preset name, or a file path")
+    head, _, rest = spec.partition(":")
+    return head.strip(), parse_pairs(rest, f"problem {spec!r}")
+
+
+@lru_cache(maxsize=8)
+def make_problem(spec: str) -> Problem:
+    """Build (and cache, per process) the problem a spec names."""
+    from harness.datasets.files import load_problem_file
+
+    head, options = split_spec(spec)
+    if head.endswith(FILE_SUFFIXES) or Path(head).suffix or "/" in head:
+        return load_problem_file(head, options)
+    known_presets = presets()
+    if head in known_presets:
+        family, params = known_presets[head]
+        params.update(options)
+        name = head if not options else f"{head}:" + ",".join(
+            f"{k}={v}" for k, v in sorted(options.items()))
+        return family.make(params, name=name)
+    return get_family(head).make(options)

@@ -1,0 +1,1 @@
+"""Method plugins (installed as harness.methods; see the [tool.setuptools] note)."""
