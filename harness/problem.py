@@ -103,6 +103,7 @@ class Problem:
     covariance: np.ndarray | None = None
     truth: Truth | None = None
     description: str = ""
+    bayes_posterior: np.ndarray | None = None  # generating model's P(y*=+1 | x*), synthetic only
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -121,6 +122,7 @@ class Problem:
         family: str = "custom",
         params: Mapping[str, Any] | None = None,
         description: str = "",
+        bayes_posterior=None,
     ) -> Problem:
         """A GPC problem; the training points are rearranged by `order` (see class_order)."""
         X_train = _as_matrix(X_train, "X_train")
@@ -153,6 +155,7 @@ class Problem:
             kernel=kernel,
             truth=truth,
             description=description,
+            bayes_posterior=None if bayes_posterior is None else np.asarray(bayes_posterior, float),
         )
         problem.chol  # noqa: B018  (validate early: a clear error, not a failure in a worker)
         return problem
@@ -246,14 +249,30 @@ class Problem:
         return np.sqrt(np.maximum(var, 1e-300))
 
     def summary(self) -> dict[str, Any]:
-        """Plain description for records and reports."""
+        """Plain description for records, stores and reports (includes the truth arrays)."""
+        truth = self.truth
+
+        def listed(a):
+            return None if a is None else np.asarray(a, float).tolist()
+
         return {
             "name": self.name,
             "family": self.family,
-            "params": dict(self.params),
+            "params": {k: (v.item() if isinstance(v, np.generic) else v)
+                       for k, v in self.params.items()},
+            "description": self.description,
             "n_train": self.n_train,
             "n_test": self.n_test,
+            "n_features": None if self.is_orthant else int(self.X_train.shape[1]),
             "kernel": None if self.is_orthant else {"name": self.kernel.name,
                                                     **self.kernel.params()},
-            "truth": None if self.truth is None else self.truth.kind,
+            "truth_kind": None if truth is None else truth.kind,
+            "truth_source": None if truth is None else truth.source,
+            "true_log_marginal_likelihood": None if truth is None
+            else float(truth.log_marginal_likelihood),
+            "true_log_marginal_likelihood_se": None if truth is None
+            else float(truth.log_marginal_likelihood_se),
+            "true_test_probabilities": None if truth is None
+            else listed(truth.test_probabilities),
+            "bayes_posterior": listed(self.bayes_posterior),
         }

@@ -1,0 +1,114 @@
+"""Results store: SQLite, written only by the client, one transaction per finished job.
+
+Plain data only (numbers, text, JSON), so opening a store from elsewhere runs no code.
+Tables:
+  jobs(job_id PRIMARY KEY, sweep, problem, method, budget, replicate, status, reason,
+       log_z, cpu_seconds, abs_log_error, mape_percent, mae, finished_at, record JSON)
+  problems(name PRIMARY KEY, summary JSON)     -- Problem.summary(), truth arrays included
+  metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...
+A record is the dict of harness.runner.run_one plus the job's identity fields.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    sweep TEXT,
+    problem TEXT NOT NULL,
+    method TEXT NOT NULL,
+    budget INTEGER NOT NULL,
+    replicate INTEGER,
+    status TEXT NOT NULL,
+    reason TEXT,
+    log_z REAL,
+    cpu_seconds REAL,
+    abs_log_error REAL,
+    mape_percent REAL,
+    mae REAL,
+    finished_at TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_problem ON jobs(problem, method, budget);
+CREATE TABLE IF NOT EXISTS problems (name TEXT PRIMARY KEY, summary TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, default=str)
+
+
+class ResultStore:
+    """A results database; safe to reopen and to read while a sweep writes (WAL)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._db.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- jobs ---------------------------------------------------------------------------
+    def add_record(self, record: dict[str, Any]) -> None:
+        """Store one finished job (replacing an earlier record with the same job_id)."""
+        row = (
+            record["job_id"], record.get("sweep"), record["problem"], record["method"],
+            int(record["budget"]), record.get("replicate"), record["status"],
+            record.get("reason", ""), record.get("log_marginal_likelihood"),
+            record.get("cpu_seconds"), record.get("abs_log_error"), record.get("mape_percent"),
+            record.get("mae"), record.get("finished_at") or datetime.now(UTC).isoformat(),
+            _json(record),
+        )
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             row)
+
+    def job_ids(self, statuses: Iterable[str] | None = None) -> set[str]:
+        if statuses is None:
+            rows = self._db.execute("SELECT job_id FROM jobs")
+        else:
+            statuses = list(statuses)
+            marks = ",".join("?" * len(statuses))
+            rows = self._db.execute(f"SELECT job_id FROM jobs WHERE status IN ({marks})",
+                                    statuses)
+        return {r[0] for r in rows}
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in
+                self._db.execute("SELECT record FROM jobs ORDER BY problem, method, budget")]
+
+    # ---- problems and metadata ----------------------------------------------------------
+    def add_problem(self, summary: dict[str, Any]) -> None:
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)",
+                             (summary["name"], _json(summary)))
+
+    def problems(self) -> dict[str, dict[str, Any]]:
+        return {name: json.loads(s) for name, s in
+                self._db.execute("SELECT name, summary FROM problems ORDER BY name")}
+
+    def set_metadata(self, key: str, value: Any) -> None:
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO metadata VALUES (?, ?)", (key, _json(value)))
+
+    def metadata(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM metadata")}
