@@ -27,6 +27,8 @@ class Method(ABC):
     budget_unit: ClassVar[str] = "samples"  # what the budget counts
     estimates_log_z: ClassVar[bool] = True
     predicts: ClassVar[bool] = True
+    stochastic: ClassVar[bool] = True       # False: the same answer for every seed
+    test_budget: ClassVar[int] = 5000       # budget of the generic accuracy checks (N ~ 200)
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -66,6 +68,12 @@ class Method(ABC):
         return f"{self.name}[{','.join(f'{k}={v}' for k, v in sorted(changed.items()))}]"
 
     # ---- work ---------------------------------------------------------------------------
+    def prepare(self, problem: Problem) -> None:
+        """One-time work kept out of the timed region (e.g. JIT compilation). Default: none.
+
+        Per-problem quantities (K, the Cholesky factor, ...) are cached on the Problem itself.
+        """
+
     def estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         """Estimate log Z and the test probabilities of `problem` with `budget` units of work."""
         if isinstance(budget, bool) or not isinstance(budget, int | np.integer):

@@ -17,6 +17,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from harness import metrics
+from harness.deadline import TimeLimitExceeded
 from harness.errors import InputError
 from harness.estimate import Estimate
 from harness.method import Method
@@ -35,7 +36,11 @@ def run_method(
     problem: Problem, method: Method, budget: int, rng: np.random.Generator,
     *, blas_threads: int = 1,
 ) -> dict[str, Any]:
-    """Estimate with timing; a bug in a method becomes status 'error' with the reason."""
+    """Estimate with timing; a bug in a method becomes status 'error' with the reason.
+
+    Inside harness.deadline.cpu_time_limit(...), a method that passes the limit stops at its
+    next check_deadline() and the run gets status 'timeout' with the reason.
+    """
     tracing = tracemalloc.is_tracing()
     if not tracing:
         tracemalloc.start()
@@ -47,6 +52,8 @@ def run_method(
             estimate = method.estimate(problem, budget, rng)
     except InputError:
         raise
+    except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.deadline)
+        estimate = Estimate(None, None, status="timeout", reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - recorded, never lost
         estimate = Estimate(None, None, status="error", reason=f"{type(exc).__name__}: {exc}")
     cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,

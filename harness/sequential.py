@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.deadline import check_deadline
+from harness.rowops import copy_rows, gather_rows
+
 
 @dataclass(frozen=True)
 class Resample:
@@ -54,36 +57,44 @@ class CholeskyWalk:
 
     def run(self, n: int, step: Step) -> WalkResult:
         L, N, k = self.L, self.n_vars, self.block_size
-        Z = np.empty((n, N))
+        Z, spare = np.empty((n, N)), None   # history; a spare buffer for gathers
         lineage = np.arange(n)
+        # In-block work array: column o holds the block-start conditional mean of variable
+        # i0+o until that variable is drawn, then its draw z. So a particle's in-block state
+        # is one contiguous row, and resampling copies exactly kb numbers per particle.
+        W_full = np.empty((n, k))
         for i0 in range(0, N, k):
+            check_deadline()  # cooperative per-job CPU-time limit (harness.deadline)
             i1 = min(i0 + k, N)
             kb = i1 - i0
-            # conditional means of the block's variables from the whole history: one GEMM
-            Cb = Z[:, :i0] @ L[i0:i1, :i0].T if i0 else np.zeros((n, kb))
-            Zb = np.empty((n, kb))
+            W = W_full[:, :kb] if kb < k else W_full
+            if i0:  # conditional means of the block's variables from the history: one GEMM
+                np.matmul(Z[:, :i0], L[i0:i1, :i0].T, out=W)
+            else:
+                W[:] = 0.0
             anc = None  # row of the history (as of block start) each particle descends from
             for o in range(kb):
                 j = i0 + o
-                c = Cb[:, o] + Zb[:, :o] @ L[j, i0:j] if o else Cb[:, 0].copy()
+                c = W[:, o] + W[:, :o] @ L[j, i0:j] if o else W[:, 0].copy()
                 z, resample = step(j, c / self.pivots[j])
-                Zb[:, o] = z
+                W[:, o] = z
                 if resample is None:
                     continue
+                if anc is None:
+                    anc = np.arange(n)
                 src, dst = resample.src, resample.dst
-                if dst is None:
-                    Zb[:, : o + 1] = Zb[src, : o + 1]
-                    Cb[:, o + 1 :] = Cb[src, o + 1 :]
+                if dst is None:                 # full resampling: new rows from old ones
+                    W[:] = W[src]
                     lineage = lineage[src]
-                    anc = src if anc is None else anc[src]
-                else:
-                    Zb[dst, : o + 1] = Zb[src, : o + 1]
-                    Cb[dst, o + 1 :] = Cb[src, o + 1 :]
+                    anc = anc[src]
+                else:                           # rows dst replaced by copies of rows src
+                    copy_rows(W, dst, src)
                     lineage[dst] = lineage[src]
-                    if anc is None:
-                        anc = np.arange(n)
                     anc[dst] = anc[src]
             if anc is not None and i0:
-                Z[:, :i0] = Z[anc, :i0]
-            Z[:, i0:i1] = Zb
+                if spare is None:
+                    spare = np.empty_like(Z)
+                gather_rows(Z, anc, i0, spare)
+                Z, spare = spare, Z
+            Z[:, i0:i1] = W
         return WalkResult(Z, lineage)

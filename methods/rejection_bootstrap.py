@@ -15,11 +15,17 @@ particle has M / #accepted expected offspring); the soft count replaces each cou
 conditional expectation given the particles, which keeps the bias of Ẑ of order 1/M and lowers
 the variance. Large budgets are split into memory-bounded chunks, independent runs that are
 recombined exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c.
-log Ẑ has bias ≈ -(1/2M) Σ (1 - P_i)/P_i and variance ≈ (1/M) Σ (1 - P_i)/P_i (A.43–44): the
-reported standard error uses the latter.
+log Ẑ has bias ≈ -(1/2M) Σ (1 - P_i)/P_i and variance ≈ (1/M) Σ (1 - P_i)/P_i (A.43–44) for
+the hard count; the reported standard error is this binomial approximation for both counts.
+Measured over 30 seeds (M = 5000): for the hard count it is within a factor 1.5 of the actual
+spread (it ignores the correlation that resampling adds between steps); for the soft count it
+overstates the spread about twice (conservative). The soft count's own per-step spread of
+Φ(c_i/L_ii) would understate it five-fold: resampling noise, not counting noise, dominates.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
@@ -28,9 +34,24 @@ from harness.errors import InputError
 from harness.estimate import Estimate
 from harness.method import Method
 from harness.problem import Problem
+from harness.rowops import warm_up
 from harness.sequential import CholeskyWalk, Resample
 
 COUNTS = ("hard", "soft")
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """The result of one independent run over a chunk of the particles."""
+
+    particles: int
+    log_z: float
+    rel_var: float          # A.44: (1/M_c) Σ (1 - P_i) / P_i, the variance of log Ẑ_c
+    min_log_p: float
+    min_p_variable: int
+    ancestors: int          # distinct first-variable ancestors of the final particles
+    distinct: int           # distinct final particles
+    test: np.ndarray
 
 
 class AllRejected(Exception):
@@ -85,6 +106,9 @@ class RejectionBootstrap(Method):
         if not chunk_mb > 0:
             raise InputError(f"method {self.name}: setting 'chunk_mb'", "must be > 0")
 
+    def prepare(self, problem: Problem) -> None:
+        warm_up()
+
     def chunk_sizes(self, budget: int, n_vars: int, n_test: int) -> list[int]:
         """Split the budget into near-equal chunks whose particle arrays fit in chunk_mb."""
         bytes_per_particle = 8 * (2 * n_vars + 3 * max(self.block_size, 128) + 2 * n_test)
@@ -96,45 +120,59 @@ class RejectionBootstrap(Method):
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         walk = CholeskyWalk(problem.chol, self.block_size or None)
         sizes = self.chunk_sizes(budget, problem.n_train, problem.n_test)
-        soft = self.count == "soft"
-        log_z, probs, var_terms, min_log_p, argmin, ancestors, distinct = [], [], [], [], [], 0, 0
+        runs, dead = [], []
         for n in sizes:
-            step = _BootstrapStep(n, problem.n_train, soft, rng)
             try:
-                result = walk.run(n, step)
-            except AllRejected as exc:
-                return Estimate.failed(
-                    f"all {n} particles rejected at variable {exc.variable + 1} of "
-                    f"{problem.n_train}: the orthant probability is too small for this budget",
-                    failed_variable=exc.variable, particles=n,
-                )
-            log_z.append(step.log_p.sum())
-            p = np.exp(step.log_p)
-            var_terms.append(np.sum((1.0 - p) / p) / n)
-            min_log_p.append(step.log_p.min())
-            argmin.append(int(step.log_p.argmin()))
-            ancestors += len(np.unique(result.lineage))
-            distinct += len(np.unique(result.Z[:, -1]))
-            probs.append(self._test_probabilities(result.Z, problem, soft, rng))
-        weights = np.log(np.array(sizes) / budget)
-        log_z = np.array(log_z)
-        total = float(logsumexp(log_z + weights))
-        # chunk weights M_c Ẑ_c / Σ M_c Ẑ_c, for the log Ẑ variance and the test probabilities
-        w = np.exp(log_z + weights - total)
-        test = np.clip(w @ np.array(probs), 0.0, 1.0) if problem.n_test else np.empty(0)
-        c = int(np.argmin(min_log_p))
+                runs.append(self._run_chunk(walk, problem, n, rng))
+            except AllRejected as exc:  # this chunk's Ẑ is 0: still part of the unbiased mean
+                dead.append(exc.variable)
+        if not runs:
+            return Estimate.failed(
+                f"all particles rejected at variable {min(dead) + 1} of {problem.n_train} in "
+                f"every chunk ({len(sizes)} of {sizes[0]}): the orthant probability is too "
+                "small for this budget",
+                failed_variable=min(dead), chunks=len(sizes),
+            )
+        M = np.array([r.particles for r in runs])
+        log_z = np.array([r.log_z for r in runs])
+        # Ẑ = Σ_c (M_c / M) Ẑ_c over every chunk (dead chunks contribute Ẑ_c = 0)
+        total = float(logsumexp(log_z + np.log(M / budget)))
+        w = np.exp(log_z + np.log(M / budget) - total)  # each chunk's share of Ẑ
+        test = (np.clip(w @ np.array([r.test for r in runs]), 0.0, 1.0)
+                if problem.n_test else np.empty(0))
+        var = np.array([r.rel_var for r in runs])
+        worst = min(runs, key=lambda r: r.min_log_p)
         return Estimate(
             total, test,
-            log_marginal_likelihood_se=float(np.sqrt(np.sum(w**2 * np.array(var_terms)))),
+            log_marginal_likelihood_se=float(np.sqrt(np.sum(w**2 * var))),
             diagnostics={
                 "chunks": len(sizes),
+                "dead_chunks": len(dead),
                 "particles_per_chunk": sizes[0],
                 "block_size": walk.block_size,
-                "min_log_p_step": float(min_log_p[c]),
-                "min_p_variable": argmin[c] + 1,
-                "distinct_ancestors": ancestors,
-                "distinct_final_particles": distinct,
+                "min_log_p_step": worst.min_log_p,
+                "min_p_variable": worst.min_p_variable,
+                "distinct_ancestors": sum(r.ancestors for r in runs),
+                "distinct_final_particles": sum(r.distinct for r in runs),
+                "se_method": "binomial approximation A.44",
             },
+        )
+
+    def _run_chunk(self, walk: CholeskyWalk, problem: Problem, n: int, rng) -> _Chunk:
+        """One independent run with n particles (raises AllRejected if it dies)."""
+        soft = self.count == "soft"
+        step = _BootstrapStep(n, problem.n_train, soft, rng)
+        result = walk.run(n, step)
+        p = np.exp(step.log_p)
+        return _Chunk(
+            particles=n,
+            log_z=float(step.log_p.sum()),
+            rel_var=float(np.sum((1.0 - p) / p) / n),
+            min_log_p=float(step.log_p.min()),
+            min_p_variable=int(step.log_p.argmin()) + 1,
+            ancestors=len(np.unique(result.lineage)),
+            distinct=len(np.unique(result.Z[:, -1])),
+            test=self._test_probabilities(result.Z, problem, soft, rng),
         )
 
     @staticmethod

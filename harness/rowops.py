@@ -1,0 +1,40 @@
+"""Row copies for resampled particle arrays (numba: numpy's fancy indexing costs ~75 ns a row).
+
+Measured in the rejection–bootstrap walk at M = 3e4, N = 1000: the row copies and the
+history gather were half of the sampler's time with numpy fancy indexing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def copy_rows(A, dst, src):
+    """A[dst[r]] = A[src[r]] for every r, in place.
+
+    The rows in dst and src must be disjoint sets (rejected vs accepted particles).
+    """
+    for r in range(dst.shape[0]):
+        d = dst[r]
+        s = src[r]
+        for c in range(A.shape[1]):
+            A[d, c] = A[s, c]
+
+
+@njit(cache=True, nogil=True)
+def gather_rows(A, idx, ncols, out):
+    """out[r, :ncols] = A[idx[r], :ncols]."""
+    for r in range(idx.shape[0]):
+        s = idx[r]
+        for c in range(ncols):
+            out[r, c] = A[s, c]
+
+
+def warm_up() -> None:
+    """Compile (or load from cache) the kernels, so that the first timed job does not pay."""
+    A = np.zeros((2, 2))
+    i = np.zeros(1, dtype=np.int64)
+    copy_rows(A, i, i)
+    gather_rows(A, i, 1, np.zeros((1, 2)))
