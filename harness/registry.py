@@ -29,6 +29,7 @@ _BUILTIN_METHODS = {
 _BUILTIN_PROBLEMS = {
     "onefactor": "harness.datasets.onefactor:FAMILY",
     "linear1d": "harness.datasets.linear1d:FAMILY",
+    "linear-lowrank": "harness.datasets.linear_lowrank:FAMILY",
 }
 
 
