@@ -37,20 +37,53 @@ def _kernel_from(field: str, name: str, alpha, beta):
     return make_kernel(name, alpha=alpha, beta=beta)
 
 
+def _seed_from(path: Path, options: dict[str, Any]) -> int:
+    text = options.get("seed", 0)
+    try:
+        seed = int(text)
+    except (TypeError, ValueError):
+        seed = -1
+    if seed < 0:
+        raise InputError(f"{path}: option 'seed'", f"must be an integer >= 0, got {text!r}")
+    return seed
+
+
+def _reference_truth(path: Path, data: dict[str, np.ndarray], n_test: int) -> Truth | None:
+    """The optional reference answer stored in the file, checked like any other input."""
+    if "true_log_marginal_likelihood" not in data:
+        return None
+    field = f"{path}: true_log_marginal_likelihood"
+    try:
+        log_z = float(data["true_log_marginal_likelihood"])
+    except (TypeError, ValueError):
+        raise InputError(field, "must be a number") from None
+    if not (np.isfinite(log_z) and log_z <= 0):
+        raise InputError(field, f"must be a finite log-probability (<= 0), got {log_z}")
+    probs = None
+    if "true_test_probabilities" in data:
+        field = f"{path}: true_test_probabilities"
+        try:
+            probs = np.asarray(data["true_test_probabilities"], dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(field, "must be numbers") from None
+        if probs.shape != (n_test,):
+            raise InputError(field, f"has shape {probs.shape} for {n_test} test points")
+        if not np.all((probs >= 0) & (probs <= 1)):
+            raise InputError(field, "must lie in [0, 1] (and not be NaN)")
+    return Truth(log_z, probs, kind="reference", source=f"given in {path.name}")
+
+
 def load_npz(path: Path, options: dict[str, Any]) -> Problem:
     try:
-        data = np.load(path, allow_pickle=False)
+        with np.load(path, allow_pickle=False) as npz:
+            data = {key: npz[key] for key in npz.files}
     except Exception as exc:  # noqa: BLE001 - report any unreadable file the same way
-        raise InputError(str(path), f"cannot be read as .npz ({exc})") from None
-    keys = set(data.files)
-    truth = None
-    if "true_log_marginal_likelihood" in keys:
-        probs = data["true_test_probabilities"] if "true_test_probabilities" in keys else None
-        truth = Truth(float(data["true_log_marginal_likelihood"]), probs, kind="reference",
-                      source=f"given in {path.name}")
+        reason = " ".join(str(exc).split())  # one line
+        raise InputError(str(path), f"cannot be read as .npz ({reason})") from None
+    keys = set(data)
     if "cov" in keys:
-        return Problem.orthant(str(path), data["cov"], truth=truth, family="file",
-                               params={"path": str(path)},
+        return Problem.orthant(str(path), data["cov"], truth=_reference_truth(path, data, 0),
+                               family="file", params={"path": str(path)},
                                description=f"orthant problem from {path.name}")
     missing = [k for k in ("X_train", "y_train", "X_test") if k not in keys]
     if missing:
@@ -61,11 +94,13 @@ def load_npz(path: Path, options: dict[str, Any]) -> Problem:
     kernel_name = options.get("kernel", str(data["kernel"]) if "kernel" in keys else "rbf")
     alpha = options.get("alpha", data["alpha"] if "alpha" in keys else 1.0)
     beta = options.get("beta", data["beta"] if "beta" in keys else 1.0)
+    X_test = np.asarray(data["X_test"])
+    truth = _reference_truth(path, data, len(X_test) if X_test.ndim else 1)
     return Problem.classification(
-        str(path), data["X_train"], data["y_train"], data["X_test"],
+        str(path), data["X_train"], data["y_train"], X_test,
         _kernel_from(str(path), kernel_name, alpha, beta),
         y_test=data["y_test"] if "y_test" in keys else None,
-        order=options.get("order", "interleave"), seed=int(options.get("seed", 0)),
+        order=options.get("order", "interleave"), seed=_seed_from(path, options),
         truth=truth, family="file", params={"path": str(path), **options},
         description=f"GPC problem from {path.name}",
     )
@@ -104,7 +139,7 @@ def load_csv(path: Path, options: dict[str, Any]) -> Problem:
         _kernel_from(str(path), options.get("kernel", "rbf"), options.get("alpha", 1.0),
                      options.get("beta", 1.0)),
         y_test=y[test] if test.any() else None,
-        order=options.get("order", "interleave"), seed=int(options.get("seed", 0)),
+        order=options.get("order", "interleave"), seed=_seed_from(path, options),
         family="file", params={"path": str(path), **options},
         description=f"GPC problem from {path.name} ({len(features)} features)",
     )

@@ -38,9 +38,14 @@ def linear1d(
         raise InputError("problem linear1d: parameter 'n_train'", f"must be >= 2, got {n_train}")
     if n_test < 0:
         raise InputError("problem linear1d: parameter 'n_test'", f"must be >= 0, got {n_test}")
-    for key, sd in (("sd_neg", sd_neg), ("sd_pos", sd_pos)):
-        if not sd > 0:
+    for key, sd in (("sd_neg", sd_neg), ("sd_pos", sd_pos), ("scale", scale)):
+        if not (np.isfinite(sd) and sd > 0):
             raise InputError(f"problem linear1d: parameter {key!r}", f"must be > 0, got {sd}")
+    for key, mu in (("mu_neg", mu_neg), ("mu_pos", mu_pos)):
+        if not np.isfinite(mu):
+            raise InputError(f"problem linear1d: parameter {key!r}", f"must be finite, got {mu}")
+    if seed < 0:
+        raise InputError("problem linear1d: parameter 'seed'", f"must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     X_train, y_train = two_gaussians_1d(n_train, mu_neg, sd_neg, mu_pos, sd_pos, rng)
     X_test, y_test = two_gaussians_1d(n_test, mu_neg, sd_neg, mu_pos, sd_pos, rng)

@@ -25,6 +25,8 @@ def onefactor(
     """
     if n < 1:
         raise InputError("problem onefactor: parameter 'n'", f"must be >= 1, got {n}")
+    if seed < 0:
+        raise InputError("problem onefactor: parameter 'seed'", f"must be >= 0, got {seed}")
     if not (-1 < dmin <= dmax < 1):
         raise InputError("problem onefactor: parameters 'dmin', 'dmax'",
                          f"need -1 < dmin <= dmax < 1, got {dmin}, {dmax}")

@@ -27,10 +27,11 @@ class ProblemFamily:
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def defaults(self) -> dict[str, Any]:
+        # `name` is the problem's display name, set by make(): not a user parameter
         return {
             p.name: p.default
             for p in inspect.signature(self.build).parameters.values()
-            if p.default is not inspect.Parameter.empty
+            if p.default is not inspect.Parameter.empty and p.name != "name"
         }
 
     def make(self, params: Mapping[str, Any], name: str | None = None) -> Problem:

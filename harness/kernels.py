@@ -27,6 +27,17 @@ class Kernel(ABC):
     def params(self) -> dict[str, float]: ...
 
 
+def _positive(field: str, value) -> float:
+    """value as a float, or an InputError naming kernel.<field> (also for non-numbers)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not (np.isfinite(number) and number > 0):
+        raise InputError(f"kernel.{field}", f"must be a positive number, got {value!r}")
+    return number
+
+
 @dataclass(frozen=True)
 class RBF(Kernel):
     """k(x, x') = beta * exp(-||x - x'||^2 / alpha)   (A.3; NOT exp(-r^2 / (2 l^2)))."""
@@ -37,9 +48,7 @@ class RBF(Kernel):
 
     def __post_init__(self):
         for field in ("alpha", "beta"):
-            value = getattr(self, field)
-            if not (np.isfinite(value) and value > 0):
-                raise InputError(f"kernel.{field}", f"must be a positive number, got {value!r}")
+            object.__setattr__(self, field, _positive(field, getattr(self, field)))
 
     def __call__(self, A, B):
         return self.beta * np.exp(-cdist(A, B, "sqeuclidean") / self.alpha)
@@ -59,8 +68,7 @@ class Linear(Kernel):
     name = "linear"
 
     def __post_init__(self):
-        if not (np.isfinite(self.scale) and self.scale > 0):
-            raise InputError("kernel.scale", f"must be a positive number, got {self.scale!r}")
+        object.__setattr__(self, "scale", _positive("scale", self.scale))
 
     def __call__(self, A, B):
         return self.scale * (A @ B.T)
@@ -77,4 +85,8 @@ def make_kernel(name: str, **params: float) -> Kernel:
     kinds = {"rbf": RBF, "linear": Linear}
     if name not in kinds:
         raise InputError("kernel", f"unknown kernel {name!r}", f"use one of {sorted(kinds)}")
+    unknown = sorted(set(params) - set(kinds[name].__dataclass_fields__))
+    if unknown:
+        raise InputError(f"kernel.{unknown[0]}", f"is not a parameter of the {name} kernel",
+                         f"valid: {', '.join(kinds[name].__dataclass_fields__)}")
     return kinds[name](**params)

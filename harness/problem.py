@@ -131,6 +131,8 @@ class Problem:
             raise InputError(
                 "y_train", f"has {len(y_train)} labels for {len(X_train)} training points"
             )
+        if len(y_train) == 0:
+            raise InputError("X_train", "has no training points")
         X_test = (
             np.empty((0, X_train.shape[1])) if X_test is None else _as_matrix(X_test, "X_test")
         )
@@ -218,7 +220,10 @@ class Problem:
     @cached_property
     def chol(self) -> np.ndarray:
         """Lower Cholesky factor of R."""
-        return cholesky_lower(self.R, "cov" if self.is_orthant else "kernel matrix")
+        field = "cov" if self.is_orthant else "kernel matrix"
+        if not np.all(np.isfinite(self.R)):  # e.g. overflow of a linear kernel on huge features
+            raise InputError(field, "has NaN or infinite entries", "rescale the features")
+        return cholesky_lower(self.R, field)
 
     @cached_property
     def test_cross(self) -> np.ndarray:

@@ -1,0 +1,295 @@
+"""User problems from files (datasets/files.py), loaded through harness.spec.make_problem."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.errors import InputError
+from harness.kernels import RBF, Linear
+from harness.spec import make_problem
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def gpc_data(n=12, n_test=4, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1, -1)
+    y[:2] = [1, -1]  # both classes present
+    return X, y, rng.normal(size=(n_test, d))
+
+
+def load_error(spec):
+    with pytest.raises(InputError) as exc:
+        make_problem(spec)
+    return exc.value
+
+
+def write_csv(path, header, rows):
+    path.write_text(",".join(header) + "\n" + "\n".join(",".join(map(str, r)) for r in rows)
+                    + "\n")
+    return path
+
+
+# ---- .npz: orthant ---------------------------------------------------------------------------
+def test_npz_covariance(tmp_path):
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(6, 6))
+    cov = A @ A.T + 6 * np.eye(6)
+    path = tmp_path / "orthant.npz"
+    np.savez(path, cov=cov)
+    p = make_problem(str(path))
+    assert p.is_orthant and p.n_train == 6 and p.n_test == 0
+    np.testing.assert_array_equal(p.R, cov)
+    np.testing.assert_allclose(p.chol @ p.chol.T, cov, rtol=1e-12)
+    assert p.truth is None and p.family == "file" and p.name == str(path)
+
+
+def test_npz_covariance_with_reference_truth(tmp_path):
+    path = tmp_path / "ref.npz"
+    np.savez(path, cov=np.eye(4), true_log_marginal_likelihood=-4 * np.log(2.0))
+    p = make_problem(str(path))
+    assert p.truth.kind == "reference"
+    assert abs(p.truth.log_marginal_likelihood + 4 * np.log(2.0)) < 1e-15
+
+
+@pytest.mark.parametrize("truth,why", [
+    ({"true_log_marginal_likelihood": np.nan}, "finite"),
+    ({"true_log_marginal_likelihood": np.inf}, "finite"),
+    ({"true_log_marginal_likelihood": 0.5}, "<= 0"),
+    ({"true_log_marginal_likelihood": "abc"}, "number"),
+    ({"true_log_marginal_likelihood": [1.0, 2.0]}, "number"),
+])
+def test_npz_bad_reference_truth(tmp_path, truth, why):
+    path = tmp_path / "ref.npz"
+    np.savez(path, cov=np.eye(3), **truth)
+    err = load_error(str(path))
+    assert "true_log_marginal_likelihood" in err.field and why in str(err)
+
+
+# ---- .npz: GPC -------------------------------------------------------------------------------
+def test_npz_rbf(tmp_path):
+    X, y, Xs = gpc_data()
+    path = tmp_path / "gpc.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="rbf", alpha=2.0, beta=1.5,
+             y_test=np.array([1, -1, 1, 1]))
+    p = make_problem(str(path))
+    assert p.kernel == RBF(alpha=2.0, beta=1.5)
+    assert (p.n_train, p.n_test) == (12, 4)
+    np.testing.assert_array_equal(p.X_test, Xs)
+    np.testing.assert_array_equal(p.y_test, [1, -1, 1, 1])
+    # the same (x, y) pairs as in the file, and R = C (K + I) C of them
+    assert sorted(map(tuple, np.column_stack([p.X_train, p.y_train]))) == \
+        sorted(map(tuple, np.column_stack([X, y])))
+    sq = np.sum((p.X_train[:, None, :] - p.X_train[None, :, :]) ** 2, axis=2)
+    K = 1.5 * np.exp(-sq / 2.0)
+    C = np.diag(p.y_train.astype(float))
+    np.testing.assert_allclose(p.R, C @ (K + np.eye(12)) @ C, rtol=1e-12)
+    assert p.truth is None
+
+
+def test_npz_linear(tmp_path):
+    X, y, Xs = gpc_data(d=1)
+    path = tmp_path / "lin.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="linear", alpha=1.0, beta=2.0)
+    p = make_problem(str(path))
+    assert p.kernel == Linear(2.0)  # beta scales the linear kernel
+    np.testing.assert_allclose(p.K, 2.0 * p.X_train @ p.X_train.T, rtol=1e-14)
+
+
+def test_npz_options_from_the_spec(tmp_path):
+    X, y, Xs = gpc_data()
+    path = tmp_path / "gpc.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="rbf", alpha=2.0, beta=1.5)
+    p = make_problem(f"{path}:kernel=rbf,alpha=0.5,beta=3,order=as-given")
+    assert p.kernel == RBF(alpha=0.5, beta=3.0)
+    np.testing.assert_array_equal(p.X_train, X)
+    q = make_problem(f"{path}:kernel=linear")
+    assert q.kernel == Linear(1.5)
+    s1 = make_problem(f"{path}:order=shuffle,seed=1")
+    s1b = make_problem.__wrapped__(f"{path}:order=shuffle,seed=1")
+    s2 = make_problem(f"{path}:order=shuffle,seed=2")
+    np.testing.assert_array_equal(s1.X_train, s1b.X_train)
+    assert not np.array_equal(s1.X_train, s2.X_train)
+
+
+def test_npz_defaults_to_rbf_with_unit_parameters(tmp_path):
+    X, y, Xs = gpc_data()
+    path = tmp_path / "bare.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs)
+    assert make_problem(str(path)).kernel == RBF(1.0, 1.0)
+
+
+def test_npz_gpc_with_reference_truth(tmp_path):
+    X, y, Xs = gpc_data(n_test=3)
+    path = tmp_path / "ref.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, true_log_marginal_likelihood=-7.5,
+             true_test_probabilities=[0.1, 0.5, 0.9])
+    p = make_problem(str(path))
+    assert p.truth.kind == "reference" and p.truth.log_marginal_likelihood == -7.5
+    np.testing.assert_array_equal(p.truth.test_probabilities, [0.1, 0.5, 0.9])
+
+
+@pytest.mark.parametrize("probs,why", [([0.5], "shape"), ([0.1, 0.5, 1.5], "[0, 1]"),
+                                       ([0.1, np.nan, 0.2], "NaN"), (["a", "b", "c"], "numbers")])
+def test_npz_bad_reference_probabilities(tmp_path, probs, why):
+    X, y, Xs = gpc_data(n_test=3)
+    path = tmp_path / "ref.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, true_log_marginal_likelihood=-7.5,
+             true_test_probabilities=np.array(probs))
+    err = load_error(str(path))
+    assert "true_test_probabilities" in err.field and why in str(err)
+
+
+def test_npz_with_object_arrays(tmp_path):
+    X, y, Xs = gpc_data()
+    path = tmp_path / "obj.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel=np.array(["rbf"], dtype=object))
+    err = load_error(str(path))
+    assert str(path) in err.field and "\n" not in str(err)
+
+
+# ---- .csv ----------------------------------------------------------------------------------
+def test_csv_with_label_and_split(tmp_path):
+    rows = [(0.5, 1.0, 1, "train"), (-1.0, 0.2, -1, "train"), (2.0, -0.3, 1, "test"),
+            (0.1, 0.1, -1, "train"), (-0.5, 2.0, -1, "test"), (1.5, 1.5, 1, "train")]
+    path = write_csv(tmp_path / "data.csv", ["a", "b", "y", "split"], rows)
+    p = make_problem(f"{path}:kernel=rbf,alpha=2,beta=0.5")
+    assert (p.n_train, p.n_test) == (4, 2)
+    assert p.X_train.shape == (4, 2)
+    np.testing.assert_array_equal(p.X_test, [[2.0, -0.3], [-0.5, 2.0]])
+    np.testing.assert_array_equal(p.y_test, [1, -1])
+    assert sorted(map(tuple, np.column_stack([p.X_train, p.y_train]))) == sorted(
+        [(0.5, 1.0, 1), (-1.0, 0.2, -1), (0.1, 0.1, -1), (1.5, 1.5, 1)])
+    assert p.kernel == RBF(2.0, 0.5)
+
+
+def test_csv_without_split_and_other_label_column(tmp_path):
+    path = write_csv(tmp_path / "d.csv", ["x", "class"], [(0.1, 1), (0.2, -1), (0.3, 1)])
+    p = make_problem(f"{path}:label=class,kernel=linear")
+    assert (p.n_train, p.n_test) == (3, 0)
+    assert p.kernel == Linear(1.0)
+
+
+# ---- errors ----------------------------------------------------------------------------------
+def test_npz_without_needed_arrays(tmp_path):
+    path = tmp_path / "partial.npz"
+    np.savez(path, X_train=np.ones((3, 1)), X_test=np.ones((1, 1)))
+    err = load_error(str(path))
+    assert str(path) in str(err) and "y_train" in str(err) and "cov" in str(err)
+    path = tmp_path / "nothing.npz"
+    np.savez(path, foo=np.ones(2))
+    err = load_error(str(path))
+    assert "X_train" in str(err)
+
+
+@pytest.mark.parametrize("labels", [[0, 1] * 6, [1, 2] * 6, [1.0, -0.5] * 6])
+def test_npz_labels_not_pm1(tmp_path, labels):
+    X, _, Xs = gpc_data()
+    path = tmp_path / "labels.npz"
+    np.savez(path, X_train=X, y_train=np.array(labels), X_test=Xs)
+    assert load_error(str(path)).field == "y_train"
+
+
+@pytest.mark.parametrize("where", ["X_train", "X_test", "y_train"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_npz_non_finite_values(tmp_path, where, bad):
+    X, y, Xs = gpc_data()
+    arrays = {"X_train": X, "y_train": y.astype(float), "X_test": Xs}
+    arrays[where] = arrays[where].copy()
+    arrays[where].flat[1] = bad
+    path = tmp_path / "nan.npz"
+    np.savez(path, **arrays)
+    assert load_error(str(path)).field == where
+
+
+@pytest.mark.parametrize("cov,why", [
+    ([[1.0, 2.0], [2.0, 1.0]], "positive definite"),
+    ([[1.0, 0.3], [0.1, 1.0]], "symmetric"),
+    ([[1.0, np.nan], [np.nan, 1.0]], "NaN"),
+    (np.ones(3), "square"),
+])
+def test_npz_bad_covariance(tmp_path, cov, why):
+    path = tmp_path / "cov.npz"
+    np.savez(path, cov=np.array(cov))
+    err = load_error(str(path))
+    assert err.field == "cov" and why in str(err)
+
+
+def test_bad_kernel_parameters(tmp_path):
+    X, y, Xs = gpc_data()
+    path = tmp_path / "params.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="rbf", alpha=-1.0, beta=1.0)
+    assert load_error(str(path)).field == "kernel.alpha"
+    assert "alpha" in str(load_error(f"{path}:alpha=abc"))
+    assert load_error(f"{path}:kernel=matern").field == "kernel"
+
+
+def test_unknown_option(tmp_path):
+    path = tmp_path / "o.npz"
+    np.savez(path, cov=np.eye(2))
+    err = load_error(f"{path}:colour=red")
+    assert "colour" in err.field and "kernel" in str(err)  # lists the valid options
+
+
+@pytest.mark.parametrize("option", ["seed=abc", "seed=-1", "seed=1.5", "order=sorted"])
+def test_bad_seed_and_order_options(tmp_path, option):
+    X, y, Xs = gpc_data()
+    path = tmp_path / "g.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs)
+    err = load_error(f"{path}:{option}")
+    assert option.split("=")[0] in str(err)
+
+
+def test_missing_file(tmp_path):
+    err = load_error(str(tmp_path / "nope.npz"))
+    assert err.field == "problem" and "nope.npz" in str(err)
+    err = load_error(str(tmp_path / "nope.csv"))
+    assert "does not exist" in str(err)
+
+
+def test_unsupported_suffix(tmp_path):
+    path = tmp_path / "data.json"
+    path.write_text("{}")
+    err = load_error(str(path))
+    assert err.field == "problem" and ".json" in str(err)
+
+
+def test_corrupt_npz(tmp_path):
+    path = tmp_path / "corrupt.npz"
+    path.write_bytes(b"this is not a zip file\n")
+    err = load_error(str(path))
+    assert str(path) in err.field
+    assert "\n" not in str(err)
+
+
+@pytest.mark.parametrize("header,rows,field_part", [
+    (["a", "y"], [(1, 1), (2, 0)], "y_train"),                      # label not ±1
+    (["a", "y"], [(1, 1), ("nan", -1)], "X_train"),                 # NaN feature
+    (["a", "y"], [(1, 1), ("inf", -1)], "X_train"),                 # infinite feature
+    (["a", "y"], [(1, 1), ("x", -1)], "column 'a'"),                # not a number
+    (["a", "y"], [(1, 1), ("", -1)], "column 'a'"),                 # empty cell
+    (["a", "y"], [(1, 1), (2, "nan")], "y_train"),                  # NaN label
+    (["a", "y", "split"], [(1, 1, "train"), (2, -1, "valid")], "split"),
+    (["a", "b"], [(1, 1), (2, -1)], "label column"),                # no y column
+    (["a", "y", "split"], [(1, 1, "test"), (2, -1, "test")], "X_train"),  # nothing to train
+    (["a", "y", "split"], [(1, 1, "train"), (2, 3, "test")], "y_test"),
+])
+def test_csv_errors(tmp_path, header, rows, field_part):
+    path = write_csv(tmp_path / "bad.csv", header, rows)
+    err = load_error(str(path))
+    assert field_part in err.field, str(err)
+
+
+def test_csv_without_rows(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("a,y\n")
+    assert "no data rows" in str(load_error(str(path)))
+
+
+def test_error_messages_are_one_line(tmp_path):
+    path = tmp_path / "partial.npz"
+    np.savez(path, X_train=np.ones((3, 1)))
+    err = load_error(str(path))
+    assert "\n" not in str(err) and str(err).startswith(err.field)
