@@ -25,11 +25,15 @@ PROBLEM_GROUP = "gpc_harness.problems"
 # metadata is not installed; installed entry points add to (and may not replace) these.
 _BUILTIN_METHODS = {
     "rejection-bootstrap": "harness.methods.rejection_bootstrap:RejectionBootstrap",
+    "sov": "harness.methods.sov:Sov",
+    "sov-tlr": "harness.methods.sov_tlr:SovTlr",
+    "scipy-genz": "harness.methods.scipy_genz:ScipyGenz",
 }
 _BUILTIN_PROBLEMS = {
     "onefactor": "harness.datasets.onefactor:FAMILY",
     "linear1d": "harness.datasets.linear1d:FAMILY",
     "linear-lowrank": "harness.datasets.linear_lowrank:FAMILY",
+    "gauss2class": "harness.datasets.gauss2class:FAMILY",
 }
 
 
@@ -38,49 +42,66 @@ def _load(target: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def _discover(group: str, builtin: dict[str, str]) -> dict[str, object]:
-    found = {name: _load(target) for name, target in builtin.items()}
+def _check_method(name: str, cls) -> type[Method]:
+    if not (isinstance(cls, type) and issubclass(cls, Method)) or cls.name != name:
+        raise TypeError(f"entry point {name!r} of {METHOD_GROUP} is not a Method named so")
+    return cls
+
+
+def _check_family(name: str, fam) -> ProblemFamily:
+    if not isinstance(fam, ProblemFamily) or fam.name != name:
+        raise TypeError(f"entry point {name!r} of {PROBLEM_GROUP} is not a ProblemFamily")
+    return fam
+
+
+def _targets(group: str, builtin: dict[str, str]) -> dict[str, object]:
+    """name -> import target (built-ins) or entry point (third-party), without importing."""
+    found: dict[str, object] = dict(builtin)
     for ep in entry_points(group=group):
-        if ep.name in builtin:
-            continue
-        found[ep.name] = ep.load()
+        found.setdefault(ep.name, ep)
     return found
+
+
+def _resolve(target) -> object:
+    return _load(target) if isinstance(target, str) else target.load()
 
 
 @cache
 def methods() -> dict[str, type[Method]]:
-    """Every registered method class by name."""
-    found = _discover(METHOD_GROUP, _BUILTIN_METHODS)
-    for name, cls in found.items():
-        if not (isinstance(cls, type) and issubclass(cls, Method)) or cls.name != name:
-            raise TypeError(f"entry point {name!r} of {METHOD_GROUP} is not a Method named so")
-    return dict(sorted(found.items()))
+    """Every registered method class by name (imports them all: use get_method for one)."""
+    return {name: get_method(name) for name in sorted(_targets(METHOD_GROUP, _BUILTIN_METHODS))}
 
 
 @cache
 def problem_families() -> dict[str, ProblemFamily]:
     """Every registered problem family by name."""
-    found = _discover(PROBLEM_GROUP, _BUILTIN_PROBLEMS)
-    for name, fam in found.items():
-        if not isinstance(fam, ProblemFamily) or fam.name != name:
-            raise TypeError(f"entry point {name!r} of {PROBLEM_GROUP} is not a ProblemFamily")
-    return dict(sorted(found.items()))
+    return {name: get_family(name) for name in sorted(_targets(PROBLEM_GROUP, _BUILTIN_PROBLEMS))}
 
 
+@cache
 def get_method(name: str) -> type[Method]:
-    known = methods()
+    """The method class registered as `name` (imports only that plugin)."""
+    known = _targets(METHOD_GROUP, _BUILTIN_METHODS)
     if name not in known:
         raise InputError("method", f"unknown method {name!r}",
-                         f"known methods: {', '.join(known)}")
-    return known[name]
+                         f"known methods: {', '.join(sorted(known))}")
+    return _check_method(name, _resolve(known[name]))
 
 
+@cache
 def get_family(name: str) -> ProblemFamily:
-    known = problem_families()
+    known = _targets(PROBLEM_GROUP, _BUILTIN_PROBLEMS)
     if name not in known:
         raise InputError("problem", f"unknown problem family {name!r}",
-                         f"known families: {', '.join(known)}; or a path to a .npz/.csv file")
-    return known[name]
+                         f"known families: {', '.join(sorted(known))}; "
+                         "or a path to a .npz/.csv file")
+    return _check_family(name, _resolve(known[name]))
+
+
+def clear_cache() -> None:
+    """Forget what was discovered (after installing or removing plugins at run time)."""
+    for fn in (methods, problem_families, get_method, get_family):
+        fn.cache_clear()
 
 
 def presets() -> dict[str, tuple[ProblemFamily, dict]]:

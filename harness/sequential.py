@@ -55,8 +55,20 @@ class CholeskyWalk:
         self.block_size = block_size or default_block_size(self.n_vars)
         self.pivots = np.ascontiguousarray(np.diag(self.L))
 
+    # ---- hooks (a structured factor, e.g. tile-low-rank, overrides these) ----------------
+    def _block_means(self, Z: np.ndarray, i0: int, i1: int, out: np.ndarray) -> None:
+        """out = conditional means of variables i0..i1-1 given the history Z[:, :i0]."""
+        np.matmul(Z[:, :i0], self.L[i0:i1, :i0].T, out=out)
+
+    def _diagonal_block(self, i0: int, i1: int) -> np.ndarray:
+        """L[i0:i1, i0:i1]: the in-block corrections read its strictly lower part."""
+        return self.L[i0:i1, i0:i1]
+
+    def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
+        """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
+
     def run(self, n: int, step: Step) -> WalkResult:
-        L, N, k = self.L, self.n_vars, self.block_size
+        N, k = self.n_vars, self.block_size
         Z, spare = np.empty((n, N)), None   # history; a spare buffer for gathers
         lineage = np.arange(n)
         # In-block work array: column o holds the block-start conditional mean of variable
@@ -69,13 +81,14 @@ class CholeskyWalk:
             kb = i1 - i0
             W = W_full[:, :kb] if kb < k else W_full
             if i0:  # conditional means of the block's variables from the history: one GEMM
-                np.matmul(Z[:, :i0], L[i0:i1, :i0].T, out=W)
+                self._block_means(Z, i0, i1, W)
             else:
                 W[:] = 0.0
+            D = self._diagonal_block(i0, i1)
             anc = None  # row of the history (as of block start) each particle descends from
             for o in range(kb):
                 j = i0 + o
-                c = W[:, o] + W[:, :o] @ L[j, i0:j] if o else W[:, 0].copy()
+                c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
                 z, resample = step(j, c / self.pivots[j])
                 W[:, o] = z
                 if resample is None:
@@ -97,4 +110,5 @@ class CholeskyWalk:
                 gather_rows(Z, anc, i0, spare)
                 Z, spare = spare, Z
             Z[:, i0:i1] = W
+            self._block_done(Z, i0, i1)
         return WalkResult(Z, lineage)

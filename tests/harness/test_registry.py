@@ -43,11 +43,9 @@ def third_party(tmp_path, monkeypatch):
         "[gpc_harness.methods]\ncoin = thirdparty_plugin:Coin\n\n"
         "[gpc_harness.problems]\nidentity = thirdparty_plugin:FAMILY\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry.methods.cache_clear()
-    registry.problem_families.cache_clear()
+    registry.clear_cache()
     yield
-    registry.methods.cache_clear()
-    registry.problem_families.cache_clear()
+    registry.clear_cache()
     sys.modules.pop("thirdparty_plugin", None)
 
 
