@@ -37,7 +37,8 @@ def command(name: str, setup: Callable[[argparse.ArgumentParser], None]):
 
 # ---- list ---------------------------------------------------------------------------------
 def _setup_list(p):
-    p.description = "List the registered methods, problem families and presets."
+    """List the registered methods, problem families and presets."""
+    p.description = _setup_list.__doc__
 
 
 @command("list", _setup_list)
@@ -62,7 +63,8 @@ def cmd_list(args) -> int:
 
 # ---- run ----------------------------------------------------------------------------------
 def _setup_run(p):
-    p.description = "Run one method on one problem and compare with the exact truth."
+    """Run one method on one problem and compare it with the exact truth."""
+    p.description = _setup_run.__doc__
     p.add_argument("--problem", required=True,
                    help="family:key=value,..., a preset name, or a path to a .npz/.csv file")
     p.add_argument("--method", required=True, help="method name (see `list`)")
@@ -132,6 +134,9 @@ def format_record(r: dict) -> str:
 
 # ---- entry point --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    import harness.report.cli  # noqa: F401 - registers `report`
+    import harness.sweep.cli  # noqa: F401 - registers `sweep` and `export`
+
     parser = _Parser(prog="python -m harness",
                      description="Benchmark exact inference methods for GP classification.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

@@ -6,6 +6,8 @@ Tables:
        log_z, cpu_seconds, abs_log_error, mape_percent, mae, finished_at, record JSON)
   problems(name PRIMARY KEY, summary JSON)     -- Problem.summary(), truth arrays included
   metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...
+  job_log(seq, job_id, status, finished_at, stored_at)  -- every add_record, append-only
+                                               (an audit trail: which job was stored when)
 A record is the dict of harness.runner.run_one plus the job's identity fields.
 """
 
@@ -39,6 +41,13 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_by_problem ON jobs(problem, method, budget);
 CREATE TABLE IF NOT EXISTS problems (name TEXT PRIMARY KEY, summary TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS job_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    finished_at TEXT,
+    stored_at TEXT NOT NULL
+);
 """
 
 
@@ -81,6 +90,9 @@ class ResultStore:
         with self._db:
             self._db.execute("INSERT OR REPLACE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              row)
+            self._db.execute(
+                "INSERT INTO job_log (job_id, status, finished_at, stored_at) VALUES (?,?,?,?)",
+                (record["job_id"], record["status"], row[13], datetime.now(UTC).isoformat()))
 
     def job_ids(self, statuses: Iterable[str] | None = None) -> set[str]:
         if statuses is None:
@@ -91,6 +103,24 @@ class ResultStore:
             rows = self._db.execute(f"SELECT job_id FROM jobs WHERE status IN ({marks})",
                                     statuses)
         return {r[0] for r in rows}
+
+    def job_log(self) -> list[dict[str, Any]]:
+        """Every add_record so far, oldest first: seq, job_id, status, finished_at, stored_at."""
+        cols = ("seq", "job_id", "status", "finished_at", "stored_at")
+        return [dict(zip(cols, r, strict=True)) for r in
+                self._db.execute(f"SELECT {', '.join(cols)} FROM job_log ORDER BY seq")]
+
+    def status_counts(self, job_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Number of stored jobs by status (of the given job ids only, if given)."""
+        if job_ids is None:
+            rows = self._db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status")
+            return dict(rows.fetchall())
+        wanted = set(job_ids)
+        counts: dict[str, int] = {}
+        for job_id, status in self._db.execute("SELECT job_id, status FROM jobs"):
+            if job_id in wanted:
+                counts[status] = counts.get(status, 0) + 1
+        return counts
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(r[0]) for r in

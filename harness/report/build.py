@@ -1,0 +1,181 @@
+"""build_report: store -> one self-contained HTML file, a PDF, and CSV summaries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.report import figures as figs
+from harness.report import html, pdf, tables
+from harness.report.aggregate import OK, ReportData, load
+from harness.report.style import Palette, fmt
+
+HTML_NAME = "report.html"
+PDF_NAME = "report.pdf"
+
+
+def _facts(data: ReportData, problem: str) -> list[tuple[str, str]]:
+    s = data.problems[problem]
+    jobs = data.jobs[data.jobs["problem"] == problem]
+    out = []
+    if s.get("description"):
+        out.append(("description", s["description"]))
+    out.append(("family", str(s.get("family", ""))))
+    n_test = s.get("n_test")
+    out.append(("size", f"N = {s.get('n_train')} training points"
+                + (f", {n_test} test points" if n_test else "")))
+    if s.get("kernel"):
+        k = dict(s["kernel"])
+        out.append(("kernel", k.pop("name", "?") + (" (" + ", ".join(
+            f"{a}={b}" for a, b in k.items()) + ")" if k else "")))
+    kind = s.get("truth_kind")
+    if kind:
+        lz = s.get("true_log_marginal_likelihood")
+        se = s.get("true_log_marginal_likelihood_se") or 0.0
+        text = f"{kind}" + (f" — {s['truth_source']}" if s.get("truth_source") else "")
+        out.append(("truth", text))
+        if lz is not None:
+            out.append(("log Z (truth)", fmt(lz, 10) + (f" ± {fmt(se, 2)} (reference SE; errors "
+                                                        f"below {fmt(2 * se, 2)} nats are at "
+                                                        f"reference precision)" if se else "")))
+    else:
+        out.append(("truth", "none: errors are measured against the consensus of the exact "
+                             "methods"))
+    if s.get("bayes_posterior") is not None:
+        out.append(("Bayes posterior", "known (generating model): MAE-POST is reported"))
+    c = data.consensus.get(problem)
+    if c is not None and c.members:
+        parts = []
+        if c.log_z is not None:
+            parts.append(f"log Z {fmt(c.log_z, 8)} (IQR {fmt(c.log_z_iqr, 2)}, SE "
+                         f"{fmt(c.log_z_se, 2)} nats, {c.log_z_runs} runs)")
+        if c.probabilities is not None:
+            parts.append(f"test probabilities: mean IQR {fmt(c.mean_probability_iqr, 2)}, "
+                         f"mean SE {fmt(c.mean_probability_se, 2)} ({c.probability_runs} runs)")
+        methods = sorted({m for m, _, _ in c.members})
+        parts.append("from " + ", ".join(methods))
+        out.append(("consensus", "; ".join(parts)))
+    n_ok = int((jobs["status"] == OK).sum())
+    out.append(("jobs", f"{len(jobs)} ({n_ok} ok, {len(jobs) - n_ok} not ok)"))
+    return out
+
+
+def _notes(data: ReportData) -> list[str]:
+    notes = []
+    if not len(data.jobs):
+        notes.append("The store holds no finished jobs yet.")
+    waiting = [p for p in data.problems if not (data.jobs["problem"] == p).any()]
+    if waiting and len(data.jobs):
+        notes.append(f"{len(waiting)} problem(s) have no stored jobs yet: "
+                     + ", ".join(waiting[:6]) + (", …" if len(waiting) > 6 else "") + ".")
+    no_truth = [p for p, s in data.problems.items() if not s.get("truth_kind")]
+    if no_truth:
+        notes.append(f"{len(no_truth)} problem(s) without exact truth ({', '.join(no_truth[:6])}"
+                     f"{', …' if len(no_truth) > 6 else ''}) are compared with the consensus "
+                     "(per-point median of the exact methods at their largest budgets).")
+    ref = [p for p, s in data.problems.items() if s.get("truth_kind") == "reference"]
+    if ref:
+        notes.append(f"{len(ref)} problem(s) have a reference truth with a standard error "
+                     "rather than an exact one; errors below twice that are shown as "
+                     "'at reference precision'.")
+    approx = [m for m in data.methods if not data.exact(m)]
+    if approx:
+        notes.append("Approximations (not exact methods): " + ", ".join(approx)
+                     + ". They are excluded from the consensus and drawn dashed.")
+    single = [p for p, c in data.consensus.items()
+              if c.members and len({m for m, _, _ in c.members}) == 1
+              and not data.problems[p].get("truth_kind")]
+    if single:
+        notes.append("On " + ", ".join(single[:6]) + " the consensus comes from a single exact "
+                     "method, so MAE-MED there measures that method's own spread.")
+    return notes
+
+
+def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
+    import harness
+
+    palette = data.palette
+    meta = data.metadata
+    n_jobs = len(data.jobs)
+    n_ok = int((data.jobs["status"] == OK).sum()) if n_jobs else 0
+    bad = data.jobs[data.jobs["status"] != OK]["status"].value_counts().sort_index()
+    problems = []
+    for name in data.problems:
+        if not (data.jobs["problem"] == name).any():
+            continue
+        specs = [f for f in figure_specs if f.section == name]
+        problems.append({
+            "name": name, "anchor": "p-" + html.anchor(name), "facts": _facts(data, name),
+            "figure_specs": specs,
+            "figures": [html.figure_context(f, svgs[f.key]) for f in specs],
+            "tables": [t for t in (tables.problem_table(data, palette, name),) if t],
+            "spread": tables.spread_table(data, palette, name),
+        })
+    cross = [f for f in figure_specs if not f.section]
+    paper = [t for t in (
+        *tables.n_by_budget_tables(data, palette, "mape_percent"),
+        *tables.problem_by_budget_tables(data, palette, "mae"),
+        *tables.problem_by_budget_tables(data, palette, "mape_percent"),
+        tables.problem_by_method_table(data, palette),
+        tables.consensus_table(data),
+    ) if t]
+    sweep_name = meta.get("sweep_name") or (meta.get("sweep") or {}).get("name") or ""
+    return {
+        "title": "GPC benchmark report" + (f": {sweep_name}" if sweep_name else ""),
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "store_path": data.store_path, "version": harness.__version__,
+        "problems": problems, "n_methods": len(data.methods), "n_jobs": n_jobs, "n_ok": n_ok,
+        "n_bad": n_jobs - n_ok,
+        "bad_breakdown": ", ".join(f"{v} {k}" for k, v in bad.items()),
+        "notes": _notes(data),
+        "methods_table": tables.methods_table(data, palette),
+        "best_table": tables.best_table(data, palette),
+        "cross_figure_specs": cross,
+        "cross_figures": [html.figure_context(f, svgs[f.key]) for f in cross],
+        "paper_tables": paper,
+        "failures_table": tables.failures_table(data),
+        "status_table": tables.status_table(data),
+        "environment": tables.environment_rows(meta),
+        "sweep_files": sweep_files(meta),
+    }
+
+
+def sweep_files(meta: dict) -> list[tuple[str, str]]:
+    """(name, text) of every sweep file that wrote to the store (several if it was reused)."""
+    sweeps = meta.get("sweeps")
+    if isinstance(sweeps, dict) and sweeps:
+        files = [(str(name), str(v.get("text") or "")) for name, v in sweeps.items()
+                 if isinstance(v, dict) and v.get("text")]
+        if files:
+            return files
+    text = meta.get("sweep_file")
+    return [(str(meta.get("sweep_path") or ""), str(text))] if text else []
+
+
+def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool = True,
+                 csv: bool = True) -> dict[str, Path]:
+    """Read a results store and write report.html (self-contained), report.pdf and CSVs.
+
+    Returns the paths written: "html", "pdf", and "cells_csv" / "jobs_csv".
+    """
+    data = load(store_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data.palette = Palette(data.methods, [m for m in data.methods if not data.exact(m)])
+    specs = figs.all_figures(data, data.palette)
+    try:
+        svgs = {f.key: f.to_bytes("svg") for f in specs}
+        context = context_for(data, specs, svgs)
+        written: dict[str, Path] = {}
+        written["html"] = out / HTML_NAME
+        written["html"].write_text(html.render(context), encoding="utf-8")
+        if pdf_file:
+            written["pdf"] = pdf.write_pdf(out / PDF_NAME, context, specs)
+    finally:
+        figs.close(specs)
+    if csv:
+        written["cells_csv"] = out / "cells.csv"
+        data.cells.to_csv(written["cells_csv"], index=False)
+        written["jobs_csv"] = out / "jobs.csv"
+        data.jobs.drop(columns=["probabilities"]).to_csv(written["jobs_csv"], index=False)
+    return written

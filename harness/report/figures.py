@@ -1,0 +1,341 @@
+"""The report's figures (matplotlib, Agg backend), like the paper's Figures 1–2 and more.
+
+Each point is one problem × method × budget cell: the mean over successful replicates, with
+error bars of ± one standard error in both directions (CPU seconds and the error). Colours,
+markers and line styles come from one Palette, so a method looks the same in every figure.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.report import style  # noqa: F401  (selects the Agg backend first)
+from harness.report.aggregate import METRICS, ReportData, precision_floor, problem_metrics
+from harness.report.style import Palette, fmt_budget, style_context
+
+import matplotlib.pyplot as plt  # noqa: E402  isort: skip
+from matplotlib.figure import Figure  # noqa: E402  isort: skip
+from matplotlib.lines import Line2D  # noqa: E402  isort: skip
+from matplotlib.ticker import LogFormatter, LogLocator  # noqa: E402  isort: skip
+
+
+class PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers (0.02, 500, 1e-5): readable, and drawn without
+    mathtext, which is most of the drawing time of a figure."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        if 1 <= x < 1e5 and abs(x - round(x)) < 1e-9 * x:
+            return f"{round(x)}"
+        if 1e-3 <= x < 1e5:
+            return f"{x:.3g}"
+        mantissa, exponent = f"{x:.0e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+
+
+@dataclass
+class FigureSpec:
+    key: str          # stable id (file name / HTML anchor)
+    section: str      # a problem name, or "" for the cross-problem figures
+    title: str
+    caption: str
+    figure: Figure
+
+    def to_bytes(self, fmt: str = "svg") -> bytes:
+        buf = io.BytesIO()
+        with style_context():
+            self.figure.savefig(buf, format=fmt)
+        return buf.getvalue()
+
+
+def _new(ncols: int, width_per: float = 4.9, height: float = 3.6) -> tuple[Figure, list]:
+    """A figure with `ncols` plots in a row and a legend strip below them (its own axes, so
+    that the PDF can add a caption strip under everything with the layout engine's rect)."""
+    fig = plt.figure(figsize=(width_per * ncols + 0.4, height + 0.4), layout="constrained")
+    gs = fig.add_gridspec(2, ncols, height_ratios=[height, 0.4])
+    axes = [fig.add_subplot(gs[0, j]) for j in range(ncols)]
+    legend_ax = fig.add_subplot(gs[1, :])
+    legend_ax.axis("off")
+    fig._report_layout = (gs, legend_ax, height)   # used by _legend
+    return fig, axes
+
+
+def _log_axis(ax, which: str) -> None:
+    getattr(ax, f"set_{which}scale")("log")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_locator(LogLocator(base=10, numticks=12))
+    axis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
+    axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+    ax.grid(True, which="major", alpha=0.6)
+    ax.grid(True, which="minor", alpha=0.15)
+
+
+def _yerr(mean: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Asymmetric bars that stay positive on a log axis."""
+    se = np.nan_to_num(se)
+    return np.vstack([np.minimum(se, mean * 0.95), se])
+
+
+def _legend(fig: Figure, palette: Palette, methods: list[str], extra=(), ncol: int = 3,
+            handles=None) -> None:
+    """The legend in its strip below the plots, sized to its number of rows."""
+    if handles is None:
+        handles = [Line2D([], [], color=palette.colour(m), marker=palette.marker(m),
+                          linestyle=palette.linestyle(m), label=palette.legend_label(m))
+                   for m in methods]
+    handles = list(handles) + list(extra)
+    gs, legend_ax, height = fig._report_layout
+    ncol = max(1, min(len(handles), ncol))
+    rows = math.ceil(len(handles) / ncol) if handles else 0
+    strip = 0.1 + 0.24 * rows
+    gs.set_height_ratios([height, strip])
+    fig.set_size_inches(fig.get_size_inches()[0], height + strip)
+    if handles:
+        legend_ax.legend(handles=handles, loc="center", ncol=ncol, frameon=False,
+                         borderaxespad=0, handlelength=2.6)
+
+
+def _draw_curves(ax, cells: pd.DataFrame, palette: Palette, xcol: str, ycol: str,
+                 xerr: bool) -> list[str]:
+    drawn = []
+    for method, grp in cells.groupby("method", sort=True):
+        grp = grp.sort_values("budget")
+        y, yse = grp[f"{ycol}_mean"].to_numpy(float), grp[f"{ycol}_se"].to_numpy(float)
+        if xcol == "budget":
+            x, xse = grp["budget"].to_numpy(float), np.zeros(len(grp))
+        else:
+            x, xse = grp[f"{xcol}_mean"].to_numpy(float), grp[f"{xcol}_se"].to_numpy(float)
+        keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+        if not keep.any():
+            continue
+        x, xse, y, yse = x[keep], xse[keep], y[keep], yse[keep]
+        ax.errorbar(x, y, yerr=_yerr(y, yse), xerr=_yerr(x, xse) if xerr else None,
+                    color=palette.colour(method), marker=palette.marker(method),
+                    linestyle=palette.linestyle(method), markersize=5, linewidth=1.6,
+                    capsize=2.5, elinewidth=1, label=palette.legend_label(method))
+        drawn.append(method)
+    return drawn
+
+
+def _floor(ax, data: ReportData, problem: str, column: str):
+    """Shade errors below the comparison's own precision; returns a legend handle or None."""
+    floor, what = precision_floor(data, problem, column)
+    if not (floor > 0 and math.isfinite(floor)):
+        return None
+    ax.axhspan(floor * 1e-6, floor, color="#bbbbbb", alpha=0.35, zorder=0, linewidth=0)
+    ax.axhline(floor, color="#777777", linewidth=0.9, linestyle=":", zorder=1)
+    from matplotlib.patches import Patch
+
+    unit = METRICS[column].unit
+    unit = "" if unit == "probability" else (" %" if unit == "%" else f" {unit}")
+    return Patch(facecolor="#bbbbbb", alpha=0.5, label=f"at {what} (< 2 SE = {floor:.2g}{unit})")
+
+
+def _clip_floor_band(ax, cells, column) -> None:
+    """Keep the y range on the data, not on the shaded band's far end."""
+    vals = cells[f"{column}_mean"].to_numpy(float)
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    if len(vals):
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(max(lo, vals.min() / 5), hi)
+
+
+def _panels(data: ReportData, problem: str) -> list[str]:
+    prob_metric, lz_metric = problem_metrics(data, problem)
+    return [c for c in (prob_metric, lz_metric) if c]
+
+
+def _budget_label(cells: pd.DataFrame) -> str:
+    units = sorted(set(cells["budget_unit"]))
+    return (f"budget ({units[0]}, log scale)" if len(units) == 1
+            else f"budget (each method's unit: {', '.join(units)}; log scale)")
+
+
+def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
+    """CPU time against the error of the test probabilities and of log Z (paper Figs 1–2)."""
+    cols = _panels(data, problem)
+    cells = data.cells[data.cells["problem"] == problem]
+    if not cols:
+        return None
+    fig, axes = _new(len(cols))
+    methods, extra = set(), []
+    for ax, col in zip(axes, cols, strict=True):
+        sub = cells[cells[f"{col}_n"] > 0]
+        methods.update(_draw_curves(ax, sub, palette, "cpu_seconds", col, xerr=True))
+        _log_axis(ax, "x")
+        _log_axis(ax, "y")
+        band = _floor(ax, data, problem, col)
+        if band is not None:
+            extra = [band]
+            _clip_floor_band(ax, sub, col)
+        ax.set_xlabel("CPU seconds per run (log scale)")
+        ax.set_ylabel(METRICS[col].label)
+        ax.set_title(f"{METRICS[col].name} against CPU time")
+    _legend(fig, palette, sorted(methods), extra)
+    return FigureSpec(
+        key=f"time-error-{_slug(problem)}", section=problem,
+        title="Error against CPU time",
+        caption=("Mean over replicates ± 1 SE (both axes), one point per budget; "
+                 "lower and further left is better. " + _against(cols)),
+        figure=fig)
+
+
+def error_budget(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
+    cols = _panels(data, problem)
+    cells = data.cells[data.cells["problem"] == problem]
+    if not cols:
+        return None
+    fig, axes = _new(len(cols))
+    methods, extra = set(), []
+    for ax, col in zip(axes, cols, strict=True):
+        sub = cells[cells[f"{col}_n"] > 0]
+        methods.update(_draw_curves(ax, sub, palette, "budget", col, xerr=False))
+        _log_axis(ax, "x")
+        _log_axis(ax, "y")
+        band = _floor(ax, data, problem, col)
+        if band is not None:
+            extra = [band]
+            _clip_floor_band(ax, sub, col)
+        ax.set_xlabel(_budget_label(sub if len(sub) else cells))
+        ax.set_ylabel(METRICS[col].label)
+        ax.set_title(f"{METRICS[col].name} against budget")
+    _legend(fig, palette, sorted(methods), extra)
+    return FigureSpec(
+        key=f"error-budget-{_slug(problem)}", section=problem, title="Error against budget",
+        caption="Mean over replicates ± 1 SE. A Monte Carlo method's error falls like "
+                "budget^-1/2 once past its burn-in. " + _against(cols),
+        figure=fig)
+
+
+def cpu_budget(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
+    cells = data.cells[(data.cells["problem"] == problem) & (data.cells["cpu_seconds_n"] > 0)]
+    if not len(cells):
+        return None
+    fig, (ax,) = _new(1, width_per=5.6)
+    methods = _draw_curves(ax, cells, palette, "budget", "cpu_seconds", xerr=False)
+    _log_axis(ax, "x")
+    _log_axis(ax, "y")
+    ax.set_xlabel(_budget_label(cells))
+    ax.set_ylabel("CPU seconds per run (log scale)")
+    ax.set_title("Cost against budget")
+    _legend(fig, palette, sorted(methods))
+    return FigureSpec(key=f"cpu-budget-{_slug(problem)}", section=problem,
+                      title="CPU time against budget",
+                      caption="Mean thread CPU seconds over successful replicates ± 1 SE "
+                              "(BLAS limited to one thread).",
+                      figure=fig)
+
+
+def cost_vs_n(data: ReportData, family: str, palette: Palette,
+              max_budgets: int = 3) -> FigureSpec | None:
+    """CPU seconds against N, per method at up to `max_budgets` budgets shared by several N."""
+    cells = data.cells[(data.cells["family"] == family) & (data.cells["cpu_seconds_n"] > 0)]
+    cells = cells.dropna(subset=["n_train"])
+    if cells["n_train"].nunique() < 2:
+        return None
+    fig, (ax,) = _new(1, width_per=6.2, height=4.3)
+    handles, methods = [], []
+    for method, grp in cells.groupby("method", sort=True):
+        # pool the problems that share N (e.g. several random instances of one size)
+        pooled = grp.groupby(["budget", "n_train"]).apply(
+            _pool_cpu, include_groups=False).reset_index()
+        shared = [b for b, g in pooled.groupby("budget") if g["n_train"].nunique() >= 2]
+        if not shared:
+            continue
+        pick = sorted({shared[0], shared[len(shared) // 2], shared[-1]})[:max_budgets]
+        alphas = np.linspace(0.45, 1.0, len(pick)) if len(pick) > 1 else [1.0]
+        styles = ["-", "--", ":"]
+        for k, (b, a) in enumerate(zip(pick, alphas, strict=True)):
+            g = pooled[pooled["budget"] == b].sort_values("n_train")
+            x, y, se = (g["n_train"].to_numpy(float), g["mean"].to_numpy(float),
+                        g["se"].to_numpy(float))
+            ax.errorbar(x, y, yerr=_yerr(y, se), color=palette.colour(method),
+                        marker=palette.marker(method), alpha=float(a), markersize=5,
+                        linestyle=styles[k % 3], linewidth=1.5, capsize=2.5)
+            unit = grp["budget_unit"].iloc[0]
+            handles.append(Line2D([], [], color=palette.colour(method), alpha=float(a),
+                                  marker=palette.marker(method), linestyle=styles[k % 3],
+                                  label=f"{palette.legend_label(method)}, "
+                                        f"{fmt_budget(b)} {unit}"))
+        methods.append(method)
+    if not handles:
+        plt.close(fig)
+        return None
+    _log_axis(ax, "x")
+    _log_axis(ax, "y")
+    ax.set_xlabel("N, training points (log scale)")
+    ax.set_ylabel("CPU seconds per run (log scale)")
+    ax.set_title(f"How cost grows with N: {family}")
+    _legend(fig, palette, [], ncol=2, handles=handles)
+    slope = _slopes(cells)
+    return FigureSpec(key=f"cost-n-{_slug(family)}", section="", title=f"Cost against N ({family})",
+                      caption="Mean CPU seconds over the successful runs of all problems of "
+                              "this family with the same N, ± 1 SE; line style marks the budget. "
+                              + slope, figure=fig)
+
+
+def _pool_cpu(g: pd.DataFrame) -> pd.Series:
+    """Mean and SE of CPU seconds pooled over several cells (weights = successful runs)."""
+    n = g["cpu_seconds_n"].to_numpy(float)
+    m = g["cpu_seconds_mean"].to_numpy(float)
+    se = np.nan_to_num(g["cpu_seconds_se"].to_numpy(float))
+    w = n / n.sum()
+    return pd.Series({"mean": float(np.sum(w * m)), "se": float(np.sqrt(np.sum((w * se) ** 2)))})
+
+
+def _slopes(cells: pd.DataFrame) -> str:
+    """Fitted log–log slope of CPU time against N per method (at its largest shared budget)."""
+    parts = []
+    for method, grp in cells.groupby("method", sort=True):
+        byb = [(b, g) for b, g in grp.groupby("budget") if g["n_train"].nunique() >= 2]
+        if not byb:
+            continue
+        _, g = byb[-1]
+        x = np.log(g["n_train"].to_numpy(float))
+        y = np.log(g["cpu_seconds_mean"].to_numpy(float))
+        ok = np.isfinite(x) & np.isfinite(y)
+        if ok.sum() >= 2 and np.ptp(x[ok]) > 0:
+            parts.append(f"{method}: ~N^{np.polyfit(x[ok], y[ok], 1)[0]:.2f}")
+    return ("Fitted growth: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _against(cols) -> str:
+    kinds = {METRICS[c].against for c in cols}
+    if kinds == {"consensus"}:
+        return ("This problem has no exact truth: errors are against the consensus (median of "
+                "the exact methods at their largest budgets).")
+    return ""
+
+
+def _slug(text: str) -> str:
+    out = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out.strip("-")[:80] or "x"
+
+
+def all_figures(data: ReportData, palette: Palette) -> list[FigureSpec]:
+    """Every figure of the report, in reading order (per problem, then across problems)."""
+    specs: list[FigureSpec] = []
+    with style_context():
+        for problem in data.problems:
+            if not (data.jobs["problem"] == problem).any():
+                continue
+            for make in (time_error, error_budget, cpu_budget):
+                spec = make(data, problem, palette)
+                if spec is not None:
+                    specs.append(spec)
+        for family in sorted(set(data.cells["family"])) if len(data.cells) else []:
+            spec = cost_vs_n(data, family, palette)
+            if spec is not None:
+                specs.append(spec)
+    return specs
+
+
+def close(specs: list[FigureSpec]) -> None:
+    for s in specs:
+        plt.close(s.figure)

@@ -1,0 +1,398 @@
+"""The report's tables, in the paper's shape, as plain rows of text for HTML and PDF alike.
+
+Cells show "mean (standard error)" over successful replicates. A mean error below twice the
+standard error of the truth it is measured against (a reference value, or the consensus) is
+shown as "at reference precision" / "at consensus precision" instead of a number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from harness import metrics
+from harness.report.aggregate import (
+    METRICS,
+    OK,
+    ReportData,
+    best_at_equal_time,
+    precision_floor,
+    problem_metrics,
+    status_counts,
+)
+from harness.report.style import fmt, fmt_budget
+
+
+@dataclass
+class Cell:
+    text: str
+    cls: str = ""        # css class: "floor", "best", "bad", "num", "method"
+    colour: str = ""     # swatch colour for method cells
+    sub: str = ""        # secondary text shown smaller after the main text (e.g. "(SE)")
+
+    @property
+    def full(self) -> str:
+        return f"{self.text} {self.sub}" if self.sub else self.text
+
+
+@dataclass
+class Table:
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    caption: str = ""
+    section: str = ""    # a problem name, or "" for the report-wide tables
+    notes: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+    def text_rows(self) -> list[list[str]]:
+        return [[c.full for c in r] for r in self.rows]
+
+
+def _c(text, cls="") -> Cell:
+    return Cell(str(text), cls)
+
+
+def method_cell(data: ReportData, palette, method: str) -> Cell:
+    return Cell(palette.legend_label(method), "method", palette.colour(method))
+
+
+def error_cell(data: ReportData, problem: str, column: str, mean, se) -> Cell:
+    """'mean (se)', or 'at … precision' when the mean is below the comparison's 2-SE floor."""
+    if mean is None or not math.isfinite(float(mean)):
+        return _c("—")
+    floor, what = precision_floor(data, problem, column)
+    if math.isfinite(floor) and floor > 0 and mean < floor:
+        return Cell(f"at {what}", "floor", sub=f"(< {fmt(floor, 2)})")
+    return se_cell(mean, se)
+
+
+def se_cell(mean, se, digits: int = 3) -> Cell:
+    """'mean' with '(se)' as its secondary text."""
+    text = fmt(mean, digits)
+    if text == "—" or se is None or not math.isfinite(float(se)):
+        return Cell(text, "num")
+    return Cell(text, "num", sub=f"({fmt(se, 2)})")
+
+
+# ---- summary ----------------------------------------------------------------------------
+def methods_table(data: ReportData, palette) -> Table:
+    rows = []
+    for m in data.methods:
+        j = data.jobs[data.jobs["method"] == m]
+        bad = int((j["status"] != OK).sum())
+        no_lz = int(((j["status"] == OK) & ~np.isfinite(j["log_z"].to_numpy(float))).sum())
+        rows.append([method_cell(data, palette, m),
+                     _c("exact" if data.exact(m) else "approximation"),
+                     _c(", ".join(sorted(set(j["budget_unit"])))),
+                     _c(", ".join(fmt_budget(b) for b in sorted(set(j["budget"])))),
+                     _c(len(j), "num"), _c(int((j["status"] == OK).sum()), "num"),
+                     _c(bad, "bad num" if bad else "num"),
+                     _c(no_lz if no_lz else "", "num")])
+    return Table("methods", "Methods", ["method", "kind", "budget unit", "budgets", "jobs", "ok",
+                                        "not ok", "log Z not estimated"], rows,
+                 caption="Approximate methods (EP, Laplace, variational) are drawn dashed and "
+                         "labelled '(approx.)'; they converge to an approximation, not to the "
+                         "truth. 'log Z not estimated' counts successful runs of methods that "
+                         "predict only (not failures).")
+
+
+def best_table(data: ReportData, palette, problems=None) -> Table:
+    """Best method at equal CPU time, per problem and error measure."""
+    rows = []
+    for problem in problems or data.problems:
+        for col in problem_metrics(data, problem):
+            if col is None:
+                continue
+            bt = best_at_equal_time(data, problem, col)
+            first = True
+            for _, r in bt.iterrows():
+                if not isinstance(r["best"], str):
+                    continue
+                if not isinstance(r["runner_up"], str):
+                    verdict = _c("only method within this time")
+                elif r["clear"]:
+                    verdict = _c(f"ahead of {r['runner_up']} by > 2 SE")
+                else:
+                    verdict = _c(f"tie with {r['runner_up']} (within 2 SE)", "floor")
+                rows.append([_c(problem if first else ""), _c(METRICS[col].name if first else ""),
+                             _c(f"≤ {fmt(r['cpu_seconds'], 2)}", "num"),
+                             method_cell(data, palette, r["best"]),
+                             _c(fmt_budget(r["budget"]), "num"),
+                             error_cell(data, problem, col, r["error"], r["se"]), verdict])
+                first = False
+    return Table("best", "Best method at equal CPU time",
+                 ["problem", "error", "CPU s per run", "best method", "at budget",
+                  "mean error (SE)", "margin"], rows,
+                 caption="Exact methods only. For each CPU-time level: the lowest mean error any "
+                         "budget of each method reaches within that time (mean CPU seconds over "
+                         "replicates); the best method, and whether its lead over the runner-up "
+                         "exceeds 2 combined standard errors.")
+
+
+# ---- per problem ------------------------------------------------------------------------
+def table_metrics(cells: pd.DataFrame) -> list[str]:
+    """The error columns of a problem's tables: those with values; the MAPE against the
+    consensus only when there is no MAPE against truth."""
+    cols = [c for c in METRICS if f"{c}_n" in cells and cells[f"{c}_n"].sum() > 0]
+    if "mape_percent" in cols and "med_mape_percent" in cols:
+        cols.remove("med_mape_percent")
+    return cols
+
+
+def problem_table(data: ReportData, palette, problem: str) -> Table:
+    cells = data.cells[data.cells["problem"] == problem]
+    cols = table_metrics(cells)
+    rows = []
+    for _, r in cells.sort_values(["method", "budget"]).iterrows():
+        lz_mean = data.jobs[(data.jobs["problem"] == problem) & (data.jobs["method"] == r["method"])
+                            & (data.jobs["budget"] == r["budget"])
+                            & (data.jobs["status"] == OK)]["log_z"].to_numpy(float)
+        lz_mean = lz_mean[np.isfinite(lz_mean)]
+        lz = (se_cell(float(np.mean(lz_mean)), metrics.standard_error(lz_mean), 6)
+              if len(lz_mean) else _c("not estimated" if r["n_ok"] else "—"))
+        runs = f"{r['n_ok']}/{r['n_jobs']}"
+        row = [method_cell(data, palette, r["method"]), _c(fmt_budget(r["budget"]), "num"),
+               _c(runs + (f" ({r['statuses']})" if r["n_not_ok"] else ""),
+                  "bad num" if r["n_not_ok"] else "num"),
+               se_cell(r["cpu_seconds_mean"], r["cpu_seconds_se"]),
+               _c(fmt(r["peak_memory_mb_mean"], 3), "num"), lz]
+        row += [error_cell(data, problem, c, r[f"{c}_mean"], r[f"{c}_se"]) for c in cols]
+        rows.append(row)
+    columns = (["method", "budget", "ok / jobs", "CPU s (SE)", "peak MB", "log Ẑ (SE)"]
+               + [f"{METRICS[c].name} ({_unit(METRICS[c].unit)})" for c in cols])
+    return Table(f"cells-{problem}", "All results", columns, rows, section=problem,
+                 caption="Mean (standard error) over the successful replicates of each "
+                         "method × budget; failed and timed-out runs are counted in 'ok / jobs'.")
+
+
+def spread_table(data: ReportData, palette, problem: str) -> Table:
+    """Median [IQR] of CPU seconds and the errors per cell (robust view of the replicates)."""
+    cells = data.cells[data.cells["problem"] == problem]
+    cols = ["cpu_seconds"] + table_metrics(cells)
+    rows = []
+    for _, r in cells.sort_values(["method", "budget"]).iterrows():
+        rows.append([method_cell(data, palette, r["method"]), _c(fmt_budget(r["budget"]), "num")]
+                    + [_c(f"{fmt(r[f'{c}_median'])} [{fmt(r[f'{c}_q25'], 2)}, "
+                          f"{fmt(r[f'{c}_q75'], 2)}]" if r[f"{c}_n"] else "—", "num")
+                       for c in cols])
+    names = ["CPU s"] + [METRICS[c].name for c in cols[1:]]
+    return Table(f"spread-{problem}", "Median [inter-quartile range] over replicates",
+                 ["method", "budget"] + names, rows, section=problem)
+
+
+def _unit(unit: str) -> str:
+    return "prob." if unit == "probability" else unit
+
+
+def consensus_table(data: ReportData, problems=None) -> Table:
+    rows = []
+    for problem in problems or data.problems:
+        c = data.consensus.get(problem)
+        if c is None or not c.members:
+            continue
+        members = "; ".join(f"{m} @ {fmt_budget(b)} ×{n}" for m, b, n in c.members)
+        rows.append([_c(problem), _c(members), _c(c.log_z_runs, "num"),
+                     _c(fmt(c.log_z, 8) if c.log_z is not None else "—", "num"),
+                     _c(fmt(c.log_z_iqr, 2), "num"), _c(fmt(c.log_z_se, 2), "num"),
+                     _c(c.probability_runs, "num"), _c(fmt(c.mean_probability_iqr, 2), "num"),
+                     _c(fmt(c.mean_probability_se, 2), "num")])
+    return Table("consensus", "Consensus (median of the exact methods)",
+                 ["problem", "runs used (method @ budget × runs)", "log Z runs", "log Z median",
+                  "log Z IQR", "log Z SE", "prob. runs", "mean prob. IQR", "mean prob. SE"], rows,
+                 caption="MAE-MED and the log Z deviation from the consensus are measured against "
+                         "the per-point median of all successful runs of the exact methods, each "
+                         "at its largest budget. Its spread across runs (IQR) and the standard "
+                         "error of the median (≈ 1.25 σ/√n) say how far it can be trusted; "
+                         "errors below 2 SE are shown as 'at consensus precision'.")
+
+
+# ---- the paper's tables -----------------------------------------------------------------
+def _pooled(values) -> tuple[float, float]:
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    return (float(np.mean(v)) if len(v) else math.nan), metrics.standard_error(v)
+
+
+def n_by_budget_tables(data: ReportData, palette, column: str = "mape_percent") -> list[Table]:
+    """Table 1's shape: an error by N × budget, pooled over the problems of a family with the
+    same N (e.g. 50 random one-factor problems per N), one table per family and method."""
+    out = []
+    jobs = data.jobs[data.jobs["status"] == OK]
+    for family, fam in jobs.groupby("family", sort=True):
+        if fam["problem"].nunique() < 2 or not np.isfinite(fam[column].to_numpy(float)).any():
+            continue
+        for method, grp in fam.groupby("method", sort=True):
+            if not np.isfinite(grp[column].to_numpy(float)).any():
+                continue
+            budgets = sorted(set(grp["budget"]))
+            rows = []
+            for n, g in grp.groupby("n_train", sort=True):
+                row = [_c(int(n), "num"), _c(g["problem"].nunique(), "num")]
+                for b in budgets:
+                    mean, se = _pooled(g[g["budget"] == b][column])
+                    row.append(se_cell(mean, se))
+                rows.append(row)
+            unit = grp["budget_unit"].iloc[0]
+            out.append(Table(
+                f"t1-{family}-{method}", f"{METRICS[column].name} ({METRICS[column].unit}) by "
+                f"N × budget: {family}, {palette.legend_label(method)}",
+                ["N", "problems"] + [f"{fmt_budget(b)} {unit}" for b in budgets], rows,
+                caption="Mean (SE) over all successful runs of all problems with this N "
+                        "(the paper's Table 1)."))
+    return out
+
+
+def problem_by_budget_tables(data: ReportData, palette, column: str) -> list[Table]:
+    """Tables 2–3's shape: an error by problem × budget, one table per method."""
+    out = []
+    ok = data.cells[data.cells[f"{column}_n"] > 0]
+    for method, grp in ok.groupby("method", sort=True):
+        budgets = sorted(set(grp["budget"]))
+        rows = []
+        for problem, g in grp.groupby("problem", sort=True):
+            by_b = {int(r["budget"]): r for _, r in g.iterrows()}
+            rows.append([_c(problem)] + [
+                error_cell(data, problem, column, by_b[b][f"{column}_mean"],
+                           by_b[b][f"{column}_se"]) if b in by_b else _c("—")
+                for b in budgets])
+        unit = grp["budget_unit"].iloc[0]
+        m = METRICS[column]
+        out.append(Table(f"t23-{column}-{method}",
+                         f"{m.name} ({m.unit}) by problem × budget: {palette.legend_label(method)}",
+                         ["problem"] + [f"{fmt_budget(b)} {unit}" for b in budgets], rows,
+                         caption="Mean (SE) over replicates (the paper's Tables 2–3)."))
+    return out
+
+
+def problem_by_method_table(data: ReportData, palette, columns=("mae_post", "mae_med")) -> Table:
+    """Table 4's shape: MAE-POST / MAE-MED by problem × method at each method's largest budget."""
+    cells = data.cells
+    present = [c for c in columns if len(cells) and cells[f"{c}_n"].sum() > 0]
+    if not present:
+        return Table("t4", "", [], [])
+    methods = data.methods
+    rows = []
+    for problem, grp in cells.groupby("problem", sort=True):
+        row = [_c(problem)]
+        any_value = False
+        for m in methods:
+            g = grp[grp["method"] == m]
+            for c in present:
+                g2 = g[g[f"{c}_n"] > 0]
+                if not len(g2):
+                    row.append(_c("—"))
+                    continue
+                top = g2.loc[g2["budget"].idxmax()]
+                cell = error_cell(data, problem, c, top[f"{c}_mean"], top[f"{c}_se"])
+                cell.sub = f"{cell.sub} @{fmt_budget(top['budget'])}".strip()
+                row.append(cell)
+                any_value = True
+        if any_value:
+            rows.append(row)
+    columns_out = ["problem"] + [f"{palette.legend_label(m)}: {METRICS[c].name}"
+                                 for m in methods for c in present]
+    return Table("t4", " / ".join(METRICS[c].name for c in present) + " by problem × method",
+                 columns_out, rows,
+                 caption="At each method's largest budget (after '@'); mean (SE) over replicates "
+                         "(the paper's Table 4). MAE-POST compares with the generating model's "
+                         "Bayes posterior (synthetic problems only), MAE-MED with the consensus.")
+
+
+# ---- failures ---------------------------------------------------------------------------
+def status_table(data: ReportData) -> Table:
+    t = status_counts(data.jobs)
+    if t.empty:
+        return Table("status", "Jobs by status", [], [])
+    rows = []
+    for _, r in t.iterrows():
+        row = [_c(r["problem"]), _c(r["method"])]
+        for c in t.columns[2:]:
+            v = int(r[c])
+            row.append(_c(v, "bad num" if (c != OK and v) else "num"))
+        rows.append(row)
+    return Table("status", "Jobs by status", list(t.columns), rows)
+
+
+def failures_table(data: ReportData) -> Table:
+    f = data.failures
+    rows = [[_c(r["problem"]), _c(r["method"]), _c(fmt_budget(r["budget"]), "num"),
+             _c(r["status"], "bad"), _c(r["count"], "num"), _c(r["reason"] or "(no reason given)"),
+             _c(r["job_ids"])] for _, r in f.iterrows()]
+    return Table("failures", "Failed, timed-out and crashed jobs",
+                 ["problem", "method", "budget", "status", "jobs", "reason", "job ids"], rows,
+                 caption="Every job whose status is not 'ok', grouped by reason. These runs are "
+                         "left out of the means and standard errors, and counted here.")
+
+
+def _fact_rows(facts: dict, prefix: str = "") -> list[tuple[str, str]]:
+    """Environment facts as (key, value) rows: one row per BLAS library, the thread variables
+    in one row (only those set), nested dicts flattened with dots."""
+    out: list[tuple[str, str]] = []
+    for key, value in facts.items():
+        name = f"{prefix}{key}"
+        if key == "blas" and isinstance(value, list):
+            for i, lib in enumerate(value):
+                if not isinstance(lib, dict):
+                    out.append((f"{name} {i}", str(lib)))
+                    continue
+                path = str(lib.get("filepath") or "")
+                text = " ".join(str(lib[k]) for k in ("internal_api", "version") if lib.get(k))
+                extra = [f"{lib['num_threads']} thread(s)" if "num_threads" in lib else "",
+                         str(lib.get("threading_layer") or ""), str(lib.get("architecture") or ""),
+                         path.rsplit("/", 1)[-1]]
+                out.append((f"{name} {i}", ", ".join(x for x in [text, *extra] if x)))
+        elif key == "thread_env" and isinstance(value, dict):
+            set_ = [f"{k}={v}" for k, v in value.items() if v is not None]
+            out.append((name, ", ".join(set_) or "none set"))
+        elif isinstance(value, dict):
+            out.extend(_fact_rows(value, f"{name}."))
+        elif isinstance(value, list):
+            out.append((name, ", ".join(map(str, value))))
+        else:
+            out.append((name, str(value)))
+    return out
+
+
+def environment_rows(metadata: dict) -> list[tuple[str, str]]:
+    """The environment (versions, CPU, BLAS, threads) of the client, then of the workers, shown
+    once per group of identical workers and only where they differ from the client; then the
+    other metadata (cluster, times, sweeps)."""
+    env = metadata.get("environment")
+    client = dict(_fact_rows(env)) if isinstance(env, dict) else {}
+    out = list(client.items())
+    workers = metadata.get("workers")
+    if isinstance(workers, dict) and workers:
+        groups: dict[tuple, list[str]] = {}
+        for address, facts in workers.items():
+            rows = tuple(_fact_rows(facts)) if isinstance(facts, dict) else (("facts", str(facts)),)
+            groups.setdefault(rows, []).append(str(address))
+        for rows, addresses in groups.items():
+            label = (f"workers ({len(addresses)})" if len(groups) == 1
+                     else f"workers {', '.join(addresses[:3])}"
+                     + (f" … (+{len(addresses) - 3})" if len(addresses) > 3 else ""))
+            differ = [(k, v) for k, v in rows if client.get(k) != v]
+            out.append((label, "same as the client" if not differ else
+                        f"{len(addresses)} process(es), as the client except:"))
+            out.extend((f"{label}: {k}", v) for k, v in differ)
+    for k, v in metadata.items():
+        if k in ("environment", "workers", "sweep_file", "sweep"):  # sweep file shown as text
+            continue
+        if k == "sweeps" and isinstance(v, dict):
+            v = {name: {a: b for a, b in info.items() if a != "text"}
+                 for name, info in v.items() if isinstance(info, dict)}
+        if isinstance(v, dict):
+            out.extend(_fact_rows(v, f"{k}."))
+        else:
+            out.append((k, ", ".join(map(str, v)) if isinstance(v, list) else str(v)))
+    return out
+
+
+def frame(table: Table) -> pd.DataFrame:
+    return pd.DataFrame(table.text_rows(), columns=table.columns)

@@ -1,0 +1,89 @@
+"""The `sweep` and `export` commands (registered with harness.cli.command)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.cli import command, parse_int
+
+DEFAULT_SWEEP = "sweeps/quick.toml"
+DEFAULT_STORE = "results/quick.sqlite"
+
+
+def default_sweep_file(path: str) -> str:
+    """The default sweep from the current directory, else from the source tree."""
+    if path != DEFAULT_SWEEP or Path(path).exists():
+        return path
+    bundled = Path(__file__).resolve().parents[2] / DEFAULT_SWEEP
+    return str(bundled) if bundled.exists() else path
+
+
+def _setup_sweep(p):
+    """Run every job of a sweep file on a Dask cluster and keep every result."""
+    p.description = (
+        "Run every problem × method × budget × replicate job of a sweep file on a Dask cluster, "
+        "storing each result as it finishes. Re-running the same sweep resumes it: jobs already "
+        "in the store are skipped.")
+    p.add_argument("sweep_file", nargs="?", default=DEFAULT_SWEEP,
+                   help=f"the sweep (TOML); default {DEFAULT_SWEEP}")
+    p.add_argument("--store", help="results store (SQLite); default: the file's [output] store, "
+                   "else results/<sweep name>.sqlite")
+    p.add_argument("--workers", help="worker processes of the local cluster (one thread each); "
+                   "default: one per core")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="use an existing cluster: tcp://HOST:PORT, tls://HOST:PORT or the "
+                   "scheduler file of `dask scheduler --scheduler-file`")
+    p.add_argument("--tls-ca-file", help="CA certificate for a tls:// scheduler "
+                   "(default: Dask's config distributed.comm.tls.ca-file)")
+    p.add_argument("--tls-cert", help="client certificate for TLS")
+    p.add_argument("--tls-key", help="client private key for TLS")
+    p.add_argument("--rerun-failed", action="store_true",
+                   help="also rerun the stored jobs whose status is not ok "
+                   "(failed, timeout, error)")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write the report at the end (default: the file's [output] "
+                   "report, else reports/<sweep name>/)")
+    p.add_argument("--check", action="store_true",
+                   help="validate the sweep file and print its plan; run nothing")
+
+
+@command("sweep", _setup_sweep)
+def cmd_sweep(args) -> int:
+    from harness.sweep.cluster import TLSOptions
+    from harness.sweep.driver import run_sweep
+    from harness.sweep.spec import load_sweep
+
+    workers = None if args.workers is None else parse_int("--workers", args.workers, minimum=1)
+    sweep = load_sweep(default_sweep_file(args.sweep_file))
+    if args.check:
+        print(f"{sweep.path}: valid; {sweep.n_jobs} jobs")
+        for p in sweep.problems:
+            print(f"  problem {p.spec}  (N={p.n_train}, {p.n_test} test points)")
+        for m in sweep.methods:
+            print(f"  method  {m.label}  budgets {', '.join(map(str, m.budgets))} "
+                  f"{m.budget_unit}")
+        print(f"  {sweep.replicates} replicates, seed {sweep.seed}, time limit "
+              f"{'none' if sweep.time_limit is None else f'{sweep.time_limit:g} CPU s'}")
+        print(f"  store {args.store or sweep.store}, report {sweep.report}")
+        return 0
+    tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
+    outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
+                        tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report)
+    return 0 if outcome.complete else 1
+
+
+def _setup_export(p):
+    """Write a results store's jobs to a CSV or Parquet file."""
+    p.description = "Export every job of a results store as one table (CSV or Parquet)."
+    p.add_argument("--store", default=DEFAULT_STORE, help=f"results store; default {DEFAULT_STORE}")
+    p.add_argument("--out", required=True, help="output file: FILE.csv or FILE.parquet "
+                   "(Parquet needs pyarrow: pip install 'gpc-harness[parquet]')")
+
+
+@command("export", _setup_export)
+def cmd_export(args) -> int:
+    from harness.sweep.export import export
+
+    n = export(args.store, args.out)
+    print(f"wrote {n} jobs to {args.out}")
+    return 0

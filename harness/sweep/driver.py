@@ -1,0 +1,240 @@
+"""The client side of a sweep: plan, skip what is stored, submit, store each result at once.
+
+The client is the store's only writer: each finished job is one transaction, so a killed
+client or a Ctrl-C leaves every finished job committed and the store readable; the next run
+of the same sweep skips them (by job id) and runs the rest.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.errors import InputError
+from harness.store import ResultStore
+from harness.sweep.execute import environment_facts, failure_record, run_job
+from harness.sweep.plan import Job, plan, skipped_pairs
+from harness.sweep.progress import Progress, duration
+from harness.sweep.spec import Sweep, load_sweep
+
+KEY_PREFIX = "gpc-job-"
+
+
+@dataclass
+class Outcome:
+    """What one run of a sweep did."""
+
+    total: int = 0                 # jobs in the sweep
+    skipped: int = 0               # already stored before this run
+    submitted: int = 0
+    statuses: Counter = field(default_factory=Counter)   # of the jobs stored in this run
+    cancelled: int = 0             # submitted but neither finished nor stored
+    elapsed: float = 0.0           # seconds from the first submission to the last result
+    interrupted: bool = False
+    store: str = ""
+    report: dict[str, str] | None = None
+
+    @property
+    def stored(self) -> int:
+        return sum(self.statuses.values())
+
+    @property
+    def complete(self) -> bool:
+        return not self.interrupted and self.cancelled == 0 \
+            and self.skipped + self.stored == self.total
+
+
+def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list[Job]:
+    """The jobs still to run: not stored yet (or stored without status ok, if rerun_failed)."""
+    done = store.job_ids(["ok"]) if rerun_failed else store.job_ids()
+    return [j for j in jobs if j.job_id not in done]
+
+
+def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, Any]) -> None:
+    """Sweep file, sweep summary, environment facts and problem summaries, before any job."""
+    now = datetime.now(UTC).isoformat()
+    for p in sweep.problems:
+        store.add_problem(p.summary)
+    store.set_metadata("sweep", sweep.describe())
+    store.set_metadata("sweep_file", sweep.text)
+    store.set_metadata("sweep_path", sweep.path)
+    sweeps = store.metadata().get("sweeps") or {}
+    sweeps[sweep.name] = {"path": sweep.path, "text": sweep.text, "started_at": now,
+                          "jobs": sweep.n_jobs}
+    store.set_metadata("sweeps", sweeps)
+    store.set_metadata("environment", client_facts)
+    store.set_metadata("started_at", now)
+
+
+def worker_facts(client) -> dict[str, Any]:
+    """Environment facts of every current worker; fails clearly if workers lack the harness."""
+    if not client.scheduler_info().get("workers"):
+        return {}
+    try:
+        return client.run(environment_facts)
+    except Exception as exc:  # noqa: BLE001 - whatever the workers raised, say what to do
+        raise InputError("workers", f"cannot run the harness ({type(exc).__name__}: {exc})",
+                         "install the same gpc-harness on every worker "
+                         "(pip install gpc-harness, or an image that has it)") from None
+
+
+def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *,
+            fn: Callable[[dict], dict] = run_job, progress: Progress | None = None) -> None:
+    """Submit the jobs (in order, as priorities), store each result as it arrives."""
+    from distributed import as_completed
+    from distributed.scheduler import KilledWorker
+
+    progress = progress or Progress(len(jobs))
+    by_key: dict[str, Job] = {}
+    futures = []
+    start = time.monotonic()
+    try:
+        for i, job in enumerate(jobs):
+            key = KEY_PREFIX + job.job_id
+            by_key[key] = job
+            futures.append(client.submit(fn, job.spec(), key=key, pure=False,
+                                         priority=len(jobs) - i))
+        outcome.submitted = len(futures)
+        progress.update(force=True)
+        # results are gathered in the background as jobs finish (no round trip per job here)
+        for future, result in as_completed(futures, with_results=True, raise_errors=False,
+                                           loop=client.loop):
+            job = by_key[future.key]
+            if future.status == "finished":
+                record = result
+                if not isinstance(record, dict) or record.get("job_id") != job.job_id:
+                    record = failure_record(job, "error", "the worker returned a wrong record")
+                elif "problem" not in record:   # a job that could not start on the worker
+                    record = {**failure_record(job, record["status"], record["reason"]),
+                              **record}
+            elif future.status == "error":
+                exc = result if isinstance(result, BaseException) else future.exception()
+                if isinstance(exc, KilledWorker):
+                    record = failure_record(
+                        job, "failed",
+                        f"KilledWorker: the job's worker process died each time it ran it "
+                        f"(crash or out of memory); gave up after the scheduler's allowed "
+                        f"failures ({exc})")
+                else:
+                    record = failure_record(job, "error", f"{type(exc).__name__}: {exc}")
+            else:   # cancelled: lost with the scheduler or released elsewhere; runs next time
+                outcome.cancelled += 1
+                future.release()
+                continue
+            store.add_record(record)
+            future.release()
+            outcome.statuses[record["status"]] += 1
+            progress.update(record["status"])
+            if record["status"] in ("failed", "error") and outcome.statuses[record["status"]] <= 3:
+                progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
+                              f"budget {job.budget} / replicate {job.replicate}: "
+                              f"{record.get('reason', '')}")
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        raise
+    finally:
+        outcome.elapsed = time.monotonic() - start
+        progress.close()
+        remaining = [f for f in futures if f.status == "pending"]
+        if remaining:
+            try:
+                client.cancel(remaining)
+            except Exception:  # noqa: BLE001 - best effort while shutting down
+                pass
+
+
+def run_sweep(
+    sweep: Sweep | str | Path, *, store: str | Path | None = None, workers: int | None = None,
+    scheduler: str | None = None, tls=None, rerun_failed: bool = False, report: bool = True,
+    out: TextIO | None = None, err: TextIO | None = None,
+    fn: Callable[[dict], dict] = run_job, allowed_failures: int | None = None, client=None,
+) -> Outcome:
+    """Run (or resume) a sweep; returns what was done. Bad input raises InputError.
+
+    The cluster: `client` (a connected distributed.Client, left open), else `scheduler`
+    (an address or scheduler file, with `tls`), else a local cluster of `workers` processes.
+    `allowed_failures` (local cluster only): worker deaths a job may cause before it is
+    stored as failed (Dask's distributed.scheduler.allowed-failures, default 3).
+    """
+    from harness.sweep.cluster import check_options, connect
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    check_options(scheduler, workers, tls)
+    if not isinstance(sweep, Sweep):
+        sweep = load_sweep(sweep)
+    store_path = Path(store) if store is not None else sweep.store
+    jobs = plan(sweep)
+    outcome = Outcome(total=len(jobs), store=str(store_path))
+    with ResultStore(store_path) as db:
+        todo = pending(jobs, db, rerun_failed)
+        outcome.skipped = len(jobs) - len(todo)
+        n_budgets = len({b for m in sweep.methods for b in m.budgets})
+        print(f"sweep {sweep.name}: {len(jobs)} jobs ({len(sweep.problems)} problems, "
+              f"{len(sweep.methods)} methods, {n_budgets} budgets, {sweep.replicates} "
+              f"replicates); store {store_path}", file=out)
+        for reason in skipped_pairs(sweep):
+            print(f"not planned: {reason}", file=out)
+        print(f"{outcome.skipped} done, {len(todo)} to run", file=out, flush=True)
+        record_metadata(db, sweep, environment_facts())
+        if todo:
+            with connect(scheduler, workers, tls, allowed_failures, client=client) as conn:
+                print(f"cluster: {conn.description}", file=out)
+                if conn.dashboard:
+                    print(f"dashboard: {conn.dashboard}", file=out)
+                out.flush()
+                db.set_metadata("cluster", conn.description)
+                workers_seen = db.metadata().get("workers") or {}
+                workers_seen.update(worker_facts(conn.client))
+                db.set_metadata("workers", workers_seen)
+                try:
+                    execute(conn.client, todo, db, outcome, fn=fn,
+                            progress=Progress(len(todo), err))
+                except KeyboardInterrupt:
+                    print(f"interrupted: {outcome.stored} jobs stored in this run, every finished "
+                          f"job is committed; run the same command again to resume",
+                          file=err, flush=True)
+                    raise
+        db.set_metadata("finished_at", datetime.now(UTC).isoformat())
+        in_store = db.status_counts(j.job_id for j in jobs)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items()))
+    if todo:
+        print(f"ran {outcome.stored} jobs in {duration(outcome.elapsed)}"
+              + (f" ({counts})" if counts else ""), file=out)
+    print(f"store {store_path}: {sum(in_store.values())} of the sweep's {len(jobs)} jobs ("
+          + ", ".join(f"{n} {s}" for s, n in sorted(in_store.items())) + ")", file=out)
+    if outcome.cancelled:
+        print(f"{outcome.cancelled} jobs were cancelled (scheduler lost?): run the same "
+              f"command again to finish them", file=err)
+    if report:
+        outcome.report = write_report(store_path, sweep.report, out)
+    return outcome
+
+
+def write_report(store_path: Path, out_dir: Path, out: TextIO) -> dict[str, str] | None:
+    """Build the report with harness.report if that module exists."""
+    import importlib
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("harness.report") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        print("report: the report module (harness.report) is missing; skipped", file=out)
+        return None
+    module = importlib.import_module("harness.report")
+    build = getattr(module, "build_report", None)
+    if build is None:
+        print("report: harness.report has no build_report yet; skipped", file=out)
+        return None
+    paths = build(store_path, out_dir)
+    shown = ", ".join(str(p) for p in (paths or {}).values())
+    print(f"report: {shown or out_dir}", file=out)
+    return {k: str(v) for k, v in (paths or {}).items()}

@@ -1,0 +1,135 @@
+"""What runs on a worker: one job spec in, one plain record out.
+
+`run_job` is a plain module-level function (Dask pickles it by reference, so every worker
+needs the harness installed). It builds the problem through harness.spec.make_problem, which
+is cached per worker process, so the Cholesky factor of a problem is computed once per worker
+and reused for all its budgets, methods and replicates; it derives the random stream from the
+job key; it pins BLAS to one thread (harness.runner does) and applies the sweep's
+cooperative CPU-time limit. It never raises for a failing job: the record says what happened.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+import warnings
+from datetime import UTC, datetime
+from typing import Any
+
+MAX_WARNINGS = 10
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def pin_thread_env() -> None:
+    """One thread for every BLAS/OpenMP pool started from now on (worker processes)."""
+    for name in THREAD_ENV:
+        os.environ.setdefault(name, "1")
+
+
+def _worker_address() -> str | None:
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError):
+        return None
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one job spec (harness.sweep.plan.Job.spec()) and return its full record."""
+    pin_thread_env()
+    from harness.deadline import cpu_time_limit
+    from harness.registry import get_method
+    from harness.runner import run_one
+    from harness.seeding import rng_for
+    from harness.spec import make_problem
+
+    identity = {"job_id": job["job_id"], "sweep": job["sweep"], "replicate": job["replicate"],
+                "seed": job["seed"], "problem_spec": job["problem"], "job_key": job["key"],
+                "time_limit": job.get("time_limit")}
+    wall0 = time.perf_counter()
+    try:
+        # warnings go into the record (not onto the worker's stderr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            problem = make_problem(job["problem"])
+            method = get_method(job["method"]).from_settings(job["settings"])
+            with cpu_time_limit(job.get("time_limit")):
+                record = run_one(problem, method, int(job["budget"]), rng_for(job["key"]),
+                                 **identity)
+        if caught:
+            record["warnings"] = sorted({f"{w.category.__name__}: {w.message}"
+                                         for w in caught})[:MAX_WARNINGS]
+    except Exception as exc:  # noqa: BLE001 - e.g. a problem file missing on this worker,
+        # or a method plugin that does not import here: recorded, never lost
+        # (the client completes the record with what it knows: harness.sweep.driver)
+        record = {**identity, "method_name": job["method"], "settings": job["settings"],
+                  "budget": int(job["budget"]), "status": "error",
+                  "reason": f"{type(exc).__name__}: {exc}"}
+    record["worker"] = _worker_address()
+    record["job_wall_seconds"] = time.perf_counter() - wall0
+    record["finished_at"] = datetime.now(UTC).isoformat()
+    return record
+
+
+def failure_record(job, status: str, reason: str) -> dict[str, Any]:
+    """The record of a job that produced no record of its own (e.g. its worker died)."""
+    return {
+        "job_id": job.job_id, "sweep": job.sweep, "replicate": job.replicate, "seed": job.seed,
+        "problem_spec": job.problem, "job_key": job.key, "time_limit": job.time_limit,
+        "problem": job.problem_name, "method": job.label, "method_name": job.method,
+        "settings": job.settings, "budget": job.budget, "budget_unit": job.budget_unit,
+        "n_train": job.n_train, "n_test": job.n_test,
+        "status": status, "reason": reason,
+        "log_marginal_likelihood": None, "log_marginal_likelihood_se": None,
+        "test_probabilities": None, "cpu_seconds": None, "process_cpu_seconds": None,
+        "wall_seconds": None, "peak_memory_mb": None, "diagnostics": {},
+        "worker": None, "finished_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment_facts() -> dict[str, Any]:
+    """Versions, CPU, BLAS and thread limits of this process (client or worker)."""
+    import numpy
+    import scipy
+    from threadpoolctl import threadpool_info
+
+    import harness
+
+    facts: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "harness": harness.__version__,
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+        "thread_env": {k: os.environ.get(k) for k in THREAD_ENV},
+        "blas": [{k: v for k, v in info.items() if k in (
+            "user_api", "internal_api", "version", "num_threads", "threading_layer",
+            "architecture", "filepath")} for info in threadpool_info()],
+    }
+    try:
+        import dask
+        import distributed
+        facts["dask"] = dask.__version__
+        facts["distributed"] = distributed.__version__
+    except ImportError:
+        pass
+    return facts

@@ -1,0 +1,84 @@
+"""Jobs: one problem × method instance × budget × replicate, with a stable id.
+
+The job key holds everything that determines a result: the problem's canonical spec, the
+method's registry name and full settings (defaults included), the budget, the replicate and
+the sweep seed. The job id is the SHA-256 of the key's canonical JSON, and the job's random
+stream is seeded from the same key (harness.seeding), so a result never depends on the worker
+that ran it, nor on the order, nor on the sweep's name or its other jobs. Two sweeps that
+share a job share its id (and its stored result).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.registry import get_method
+from harness.seeding import key_digest
+from harness.sweep.spec import MethodInstance, ProblemEntry, Sweep
+
+
+def job_key(problem: str, method: str, settings: dict[str, Any], budget: int, replicate: int,
+            seed: int) -> dict[str, Any]:
+    return {"problem": problem, "method": method, "settings": dict(settings),
+            "budget": int(budget), "replicate": int(replicate), "seed": int(seed)}
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: str
+    key: dict[str, Any]
+    sweep: str
+    problem: str          # canonical spec (what the worker builds)
+    problem_name: str     # Problem.name
+    n_train: int
+    n_test: int
+    method: str           # registry name
+    label: str            # instance name
+    settings: dict[str, Any]
+    budget_unit: str
+    budget: int
+    replicate: int
+    seed: int
+    time_limit: float | None
+
+    def spec(self) -> dict[str, Any]:
+        """The plain dict sent to a worker (harness.sweep.execute.run_job)."""
+        return {"job_id": self.job_id, "key": self.key, "sweep": self.sweep,
+                "problem": self.problem, "method": self.method, "settings": self.settings,
+                "budget": self.budget, "replicate": self.replicate, "seed": self.seed,
+                "time_limit": self.time_limit}
+
+
+def incompatible(problem: ProblemEntry, method: MethodInstance) -> str | None:
+    """Why this method cannot run on this problem at all (then no job is planned), or None."""
+    is_orthant = problem.summary.get("kernel") is None and "kernel" in problem.summary
+    if is_orthant and not get_method(method.name).handles_orthant:
+        return f"{method.label} needs data and a kernel; {problem.name} is a pure orthant problem"
+    return None
+
+
+def skipped_pairs(sweep: Sweep) -> list[str]:
+    """The reasons for every problem × method pair that plan() leaves out."""
+    return [reason for p in sweep.problems for m in sweep.methods
+            if (reason := incompatible(p, m)) is not None]
+
+
+def plan(sweep: Sweep) -> list[Job]:
+    """Every job of the sweep, problem by problem (in file order), larger budgets first.
+
+    Keeping a problem's jobs together lets each worker reuse the problem it has built; the
+    larger budgets first shortens the tail of a sweep.
+    """
+    jobs = []
+    for p in sweep.problems:
+        for budget in sorted({b for m in sweep.methods for b in m.budgets}, reverse=True):
+            for m in sweep.methods:
+                if budget not in m.budgets or incompatible(p, m):
+                    continue
+                for r in range(sweep.replicates):
+                    key = job_key(p.spec, m.name, m.settings, budget, r, sweep.seed)
+                    jobs.append(Job(key_digest(key), key, sweep.name, p.spec, p.name,
+                                    p.n_train, p.n_test, m.name, m.label, m.settings,
+                                    m.budget_unit, budget, r, sweep.seed, sweep.time_limit))
+    return jobs

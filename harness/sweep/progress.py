@@ -1,0 +1,71 @@
+"""A one-line progress display on stderr: done / failed / remaining, rate and ETA."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    if h:
+        return f"{h}h{m:02d}m"
+    if m:
+        return f"{m}m{s:02d}s"
+    return f"{s}s"
+
+
+class Progress:
+    """Redraws one line on a terminal; prints a line every `interval` seconds otherwise."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, interval: float = 10.0,
+                 width: int = 24):
+        self.total, self.width, self.interval = total, width, interval
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.done = self.failed = 0
+        self.start = time.monotonic()
+        self._last = 0.0
+        self._drawn = False
+
+    def line(self) -> str:
+        n, total = self.done, self.total
+        filled = int(self.width * n / total) if total else self.width
+        bar = "#" * filled + "." * (self.width - filled)
+        elapsed = time.monotonic() - self.start
+        text = (f"[{bar}] {n}/{total} done, {self.failed} failed, {total - n} to run, "
+                f"{duration(elapsed)} elapsed")
+        if 0 < n < total:
+            text += f", ETA {duration(elapsed / n * (total - n))}"
+        return text
+
+    def update(self, status: str | None = None, force: bool = False) -> None:
+        if status is not None:
+            self.done += 1
+            if status != "ok":
+                self.failed += 1
+        now = time.monotonic()
+        if self.tty:
+            if force or now - self._last >= 0.1 or self.done == self.total:
+                self.stream.write("\r" + self.line() + "\x1b[K")
+                self.stream.flush()
+                self._last, self._drawn = now, True
+        elif force or now - self._last >= self.interval or self.done == self.total:
+            print(self.line(), file=self.stream, flush=True)
+            self._last = now
+
+    def note(self, message: str) -> None:
+        """A message on its own line (not overwritten by the bar)."""
+        if self.tty and self._drawn:
+            self.stream.write("\r\x1b[K")
+        print(message, file=self.stream, flush=True)
+        if self.tty and self._drawn:
+            self.update(force=True)
+
+    def close(self) -> None:
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,471 @@
+"""Sweep files (TOML): parsing, complete validation and expansion into problems × methods.
+
+A sweep file (see sweeps/quick.toml)::
+
+    name = "quick"                        # default: the file name without .toml
+    description = "..."
+    seed = 0                              # the sweep seed (part of every job's key)
+    replicates = 3                        # independent runs per problem × method × budget
+    time_limit = 60                       # CPU seconds per job (cooperative); optional
+    budgets = [1000, 10000]               # or a log-spaced range:
+    # budgets = { start = 1e3, stop = 1e5, num = 5 }
+    every_method = true                   # also run every registered method not listed below
+    problems = [
+        "onefactor:n=50",                 # family:key=value,...
+        "linear1d-p1",                    # a preset (optionally preset:key=value,...)
+        "data/my.npz",                    # a file, opened by the workers
+        { family = "onefactor", n = [50, 200], seed = [0, 1] },   # tables: lists make a grid
+    ]
+
+    [output]                              # optional; relative to the current directory
+    store = "results/quick.sqlite"        # default results/<name>.sqlite
+    report = "reports/quick"              # default reports/<name>
+
+    [methods.rejection-bootstrap]         # a registered method; a list of values is a grid
+    count = ["soft", "hard"]              # -> rejection-bootstrap, rejection-bootstrap[count=hard]
+    # budgets = [...]                     # this method's own budgets (instead of the sweep's)
+
+A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
+Everything is checked here, before any job runs: a problem in the file is an InputError that
+names the file, the key and the fix (the command line exits with code 2).
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.spec import FILE_SUFFIXES, split_spec
+
+TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "budgets",
+            "every_method", "problems", "methods", "output")
+OUTPUT_KEYS = ("store", "report")
+RANGE_KEYS = ("start", "stop", "num")
+PROBLEM_KINDS = ("family", "preset", "file", "spec")
+RESERVED_METHOD_KEYS = ("budgets",)
+MAX_JOBS = 1_000_000
+
+
+@dataclass(frozen=True)
+class MethodInstance:
+    """One method with one full set of settings (a point of a settings grid)."""
+
+    name: str                  # registry name
+    label: str                 # instance name, e.g. 'rejection-bootstrap[count=hard]'
+    settings: dict[str, Any]   # every setting, defaults included (part of the job key)
+    budgets: tuple[int, ...]
+    budget_unit: str
+
+
+@dataclass(frozen=True)
+class ProblemEntry:
+    """One problem of the sweep, built once on the client to validate it."""
+
+    spec: str                  # canonical spec: the job key's problem and what workers build
+    name: str                  # Problem.name (what records and the report call it)
+    where: str                 # its place in the sweep file, for messages
+    n_train: int
+    n_test: int
+    summary: dict[str, Any]    # Problem.summary(), truth arrays included (for the store)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated, fully expanded sweep."""
+
+    name: str
+    path: str
+    text: str
+    description: str
+    seed: int
+    replicates: int
+    time_limit: float | None
+    problems: tuple[ProblemEntry, ...]
+    methods: tuple[MethodInstance, ...]
+    store: Path
+    report: Path
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """Plain summary of the sweep (for the store's metadata)."""
+        return {
+            "name": self.name, "path": self.path, "description": self.description,
+            "seed": self.seed, "replicates": self.replicates, "time_limit": self.time_limit,
+            "problems": [{"spec": p.spec, "name": p.name} for p in self.problems],
+            "methods": [{"name": m.name, "label": m.label, "settings": m.settings,
+                         "budgets": list(m.budgets), "budget_unit": m.budget_unit}
+                        for m in self.methods],
+        }
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.problems) * self.replicates * sum(len(m.budgets) for m in self.methods)
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+class _Where:
+    """Builds InputErrors that name the file and the key."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def error(self, key: str, problem: str, fix: str = "") -> InputError:
+        return InputError(f"{self.path}: {key}" if key else self.path, problem, fix)
+
+    def rewrap(self, key: str, exc: InputError) -> InputError:
+        """An InputError from the harness (field: message (fix)) re-attributed to a key."""
+        return InputError(f"{self.path}: {key}", str(exc))
+
+
+def _unknown_key_fix(key: str, valid) -> str:
+    close = difflib.get_close_matches(key, list(valid), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{hint}valid keys: {', '.join(valid)}"
+
+
+def _check_keys(w: _Where, prefix: str, table: dict, valid) -> None:
+    for key in table:
+        if key not in valid:
+            where = f"{prefix}.{key}" if prefix else key
+            raise w.error(where, "unknown key", _unknown_key_fix(key, valid))
+
+
+def _int(w: _Where, key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
+        raise w.error(key, f"must be an integer, got {value!r}",
+                      f"write e.g. {key.split('.')[-1]} = {max(minimum, 0)}")
+    if value < minimum:
+        raise w.error(key, f"must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _typed(w: _Where, key: str, value: Any, default: Any) -> Any:
+    """A TOML value checked against the type of the setting's default."""
+    if isinstance(value, dict | list):
+        raise w.error(key, f"must be a single value, got {value!r}")
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise w.error(key, f"must be true or false, got {value!r}")
+        return value
+    if isinstance(default, int):
+        return _int(w, key, value, minimum=-(2**63))
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise w.error(key, f"must be a number, got {value!r}")
+        return float(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        raise w.error(key, f"must be a string, got {value!r}",
+                      f'write {key.split(".")[-1]} = "..."')
+    return value
+
+
+def _grid(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """{'a': [1, 2], 'b': 3} -> [{'a': 1, 'b': 3}, {'a': 2, 'b': 3}] (first key outermost)."""
+    keys = list(table)
+    axes = [table[k] if isinstance(table[k], list) else [table[k]] for k in keys]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# ---- budgets ----------------------------------------------------------------------------------
+def parse_budgets(w: _Where, key: str, value: Any) -> tuple[int, ...]:
+    """A list of positive integers, or {start, stop, num}: num log-spaced integers."""
+    if isinstance(value, list):
+        if not value:
+            raise w.error(key, "is empty", "give at least one budget, e.g. budgets = [10000]")
+        budgets = [_int(w, f"{key}[{i}]", v, minimum=1) for i, v in enumerate(value)]
+    elif isinstance(value, dict):
+        _check_keys(w, key, value, RANGE_KEYS)
+        missing = [k for k in RANGE_KEYS if k not in value]
+        if missing:
+            raise w.error(key, f"a range needs {', '.join(missing)}",
+                          f"write {key} = {{ start = 1e3, stop = 1e5, num = 5 }}")
+        start = _int(w, f"{key}.start", value["start"], minimum=1)
+        stop = _int(w, f"{key}.stop", value["stop"], minimum=1)
+        num = _int(w, f"{key}.num", value["num"], minimum=1)
+        if stop < start:
+            raise w.error(key, f"stop ({stop}) is smaller than start ({start})")
+        budgets = [start] if num == 1 else [int(round(b)) for b in np.geomspace(start, stop, num)]
+    else:
+        raise w.error(key, f"must be a list of integers or a range table, got {value!r}",
+                      "write budgets = [1000, 10000] or "
+                      "budgets = { start = 1e3, stop = 1e5, num = 3 }")
+    return tuple(sorted(set(budgets)))
+
+
+# ---- problems ---------------------------------------------------------------------------------
+def _is_file(head: str) -> bool:
+    return head.endswith(FILE_SUFFIXES) or bool(Path(head).suffix) or "/" in head
+
+
+def canonical_problem(w: _Where, where: str, head: str, options: dict[str, Any]) -> str:
+    """The canonical spec string of a problem: head[:k=v,...] with typed, sorted options."""
+    from harness.registry import presets, problem_families
+
+    for k, v in options.items():
+        text = _text(v)
+        if any(c in text for c in ",=") or not text.strip():
+            raise w.error(f"{where}.{k}", f"value {text!r} cannot be used in a problem spec",
+                          "values may not be empty or contain ',' or '='")
+    if _is_file(head):
+        family = None
+    elif head in presets():
+        family = presets()[head][0]
+    elif head in problem_families():
+        family = problem_families()[head]
+    else:
+        known = list(problem_families()) + list(presets())
+        close = difflib.get_close_matches(head, known, n=1)
+        raise w.error(where, f"unknown problem family or preset {head!r}",
+                      (f"did you mean {close[0]!r}? " if close else "")
+                      + f"known: {', '.join(known)}; or a path to a .npz/.csv file")
+    typed = {}
+    if family is not None:
+        defaults = family.defaults()
+        defaults.pop("name", None)
+        for k, v in options.items():
+            if k not in defaults:
+                raise w.error(f"{where}.{k}",
+                              f"is not a parameter of problem family {family.name!r}",
+                              _unknown_key_fix(k, sorted(defaults)))
+            if isinstance(v, str):
+                from harness.method import coerce_setting
+                try:
+                    v = coerce_setting(f"{where}.{k}", v, defaults[k])
+                except InputError as exc:
+                    raise w.rewrap(f"{where}.{k}", exc) from None
+            typed[k] = _typed(w, f"{where}.{k}", v, defaults[k])
+    else:
+        typed = dict(options)
+    if not typed:
+        return head
+    return f"{head}:" + ",".join(f"{k}={_text(typed[k])}" for k in sorted(typed))
+
+
+def expand_problems(w: _Where, value: Any) -> list[tuple[str, str]]:
+    """The `problems` list -> [(canonical spec, where)], grids expanded."""
+    if not isinstance(value, list) or not value:
+        raise w.error("problems", "must be a non-empty list",
+                      'write problems = ["onefactor:n=50", "linear1d-p1"]')
+    out: list[tuple[str, str]] = []
+    for i, item in enumerate(value):
+        where = f"problems[{i}]"
+        if isinstance(item, str):
+            try:
+                head, options = split_spec(item)
+            except InputError as exc:
+                raise w.rewrap(where, exc) from None
+            out.append((canonical_problem(w, where, head, options), where))
+        elif isinstance(item, dict):
+            kinds = [k for k in PROBLEM_KINDS if k in item]
+            if len(kinds) != 1:
+                raise w.error(where, "a problem table needs exactly one of "
+                              + ", ".join(PROBLEM_KINDS),
+                              'e.g. { family = "onefactor", n = [50, 200] }')
+            kind = kinds[0]
+            head = item[kind]
+            if not isinstance(head, str) or not head.strip():
+                raise w.error(f"{where}.{kind}", f"must be a non-empty string, got {head!r}")
+            params = {k: v for k, v in item.items() if k != kind}
+            if kind == "spec":
+                if params:
+                    raise w.error(f"{where}.{sorted(params)[0]}",
+                                  "a problem given by 'spec' takes no other keys",
+                                  "put the parameters in the spec, or use family = ...")
+                try:
+                    head, params = split_spec(head)
+                except InputError as exc:
+                    raise w.rewrap(f"{where}.spec", exc) from None
+            elif kind == "family":
+                from harness.registry import problem_families
+                if head not in problem_families():
+                    raise w.error(f"{where}.family", f"unknown problem family {head!r}",
+                                  _unknown_key_fix(head, list(problem_families())))
+            elif kind == "preset":
+                from harness.registry import presets
+                if head not in presets():
+                    raise w.error(f"{where}.preset", f"unknown preset {head!r}",
+                                  _unknown_key_fix(head, list(presets())))
+            for k, v in params.items():
+                if isinstance(v, list) and not v:
+                    raise w.error(f"{where}.{k}", "is an empty list", "give at least one value")
+                if isinstance(v, dict) or (isinstance(v, list)
+                                           and any(isinstance(x, dict | list) for x in v)):
+                    raise w.error(f"{where}.{k}", "must be a value or a list of values")
+            for combo in _grid(params):
+                out.append((canonical_problem(w, where, head.strip(), combo), where))
+        else:
+            raise w.error(where, f"must be a spec string or a table, got {item!r}",
+                          'write "onefactor:n=50" or { family = "onefactor", n = 50 }')
+    return out
+
+
+def build_problems(w: _Where, specs: list[tuple[str, str]]) -> tuple[ProblemEntry, ...]:
+    """Build every problem once (catching bad values now, not in a worker)."""
+    from harness.spec import make_problem
+
+    entries: list[ProblemEntry] = []
+    seen_spec: dict[str, str] = {}
+    seen_name: dict[str, str] = {}
+    for spec, where in specs:
+        if spec in seen_spec:
+            raise w.error(where, f"problem {spec!r} is listed twice (also at {seen_spec[spec]})",
+                          "remove one of them")
+        seen_spec[spec] = where
+        try:
+            problem = make_problem(spec)
+        except InputError as exc:
+            raise w.rewrap(where, exc) from None
+        if problem.name in seen_name:
+            raise w.error(where, f"problem {spec!r} has the same name {problem.name!r} as the "
+                          f"problem at {seen_name[problem.name]}",
+                          "give each problem of a sweep a distinct name")
+        seen_name[problem.name] = where
+        entries.append(ProblemEntry(spec, problem.name, where, problem.n_train, problem.n_test,
+                                    problem.summary()))
+    return tuple(entries)
+
+
+# ---- methods ----------------------------------------------------------------------------------
+def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
+                   every_method: bool) -> tuple[MethodInstance, ...]:
+    from harness.registry import methods
+
+    known = methods()
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise w.error("methods", "must be a table of methods",
+                      "write [methods.rejection-bootstrap] with its settings below")
+    if not value and not every_method:
+        raise w.error("methods", "no methods given",
+                      "add a [methods.NAME] table or every_method = true; "
+                      f"registered methods: {', '.join(known)}")
+    instances: list[MethodInstance] = []
+    seen: dict[str, str] = {}
+    tables: list[tuple[str, str, dict]] = []
+    for name, body in value.items():
+        if name not in known:
+            raise w.error(f"methods.{name}", "unknown method", _unknown_key_fix(name, list(known)))
+        if isinstance(body, dict):
+            tables.append((name, f"methods.{name}", body))
+        elif isinstance(body, list) and body and all(isinstance(b, dict) for b in body):
+            tables.extend((name, f"methods.{name}[{i}]", b) for i, b in enumerate(body))
+        else:
+            raise w.error(f"methods.{name}", "must be a table of settings (or an array of tables)",
+                          f"write [methods.{name}] and its settings on the lines below")
+    if every_method:
+        tables.extend((name, f"methods.{name} (every_method)", {})
+                      for name in known if name not in value)
+    for name, where, body in tables:
+        cls = known[name]
+        defaults = cls.setting_defaults()
+        own_budgets = budgets
+        settings_table = {}
+        for key, v in body.items():
+            if key in RESERVED_METHOD_KEYS:
+                own_budgets = parse_budgets(w, f"{where}.{key}", v)
+            elif key not in defaults:
+                raise w.error(f"{where}.{key}", f"is not a setting of method {name!r}",
+                              _unknown_key_fix(key, sorted(defaults) + list(RESERVED_METHOD_KEYS)))
+            else:
+                if isinstance(v, list) and not v:
+                    raise w.error(f"{where}.{key}", "is an empty list", "give at least one value")
+                values = v if isinstance(v, list) else [v]
+                settings_table[key] = [_typed(w, f"{where}.{key}", x, defaults[key])
+                                       for x in values]
+        if own_budgets is None:
+            raise w.error("budgets", "missing", "write budgets = [1000, 10000] (or per method)")
+        for combo in _grid(settings_table):
+            try:
+                method = cls.from_settings(combo)
+            except InputError as exc:
+                raise w.rewrap(where, exc) from None
+            label = method.label()
+            if label in seen:
+                raise w.error(where, f"method instance {label!r} appears twice "
+                              f"(also from {seen[label]})", "remove the duplicate values")
+            seen[label] = where
+            instances.append(MethodInstance(name, label, method.get_settings(), own_budgets,
+                                            cls.budget_unit))
+    return tuple(instances)
+
+
+# ---- the whole file ---------------------------------------------------------------------------
+def load_sweep(path: str | Path, *, build: bool = True) -> Sweep:
+    """Read, validate and expand a sweep file; any problem raises an InputError."""
+    path = Path(path)
+    w = _Where(str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise w.error("", "sweep file not found", "give the path of a .toml sweep file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise w.error("", f"cannot be read ({exc})") from None
+    return parse_sweep(text, str(path), build=build)
+
+
+def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Sweep:
+    w = _Where(path)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise w.error("", f"is not valid TOML ({exc})", "fix the syntax at that line") from None
+    _check_keys(w, "", raw, TOP_KEYS)
+    default_name = Path(path).stem if path != "<sweep>" else "sweep"
+    name = raw.get("name", default_name)
+    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\\0"):
+        raise w.error("name", f"must be a non-empty string without slashes, got {name!r}")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise w.error("description", "must be a string")
+    seed = _int(w, "seed", raw.get("seed", 0), minimum=0)
+    replicates = _int(w, "replicates", raw.get("replicates", 1), minimum=1)
+    time_limit = raw.get("time_limit")
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not (
+                math.isfinite(time_limit) and time_limit > 0):
+            raise w.error("time_limit", f"must be a positive number of CPU seconds, got "
+                          f"{time_limit!r}", "write e.g. time_limit = 60, or leave it out")
+        time_limit = float(time_limit)
+    every_method = raw.get("every_method", False)
+    if not isinstance(every_method, bool):
+        raise w.error("every_method", f"must be true or false, got {every_method!r}")
+    budgets = parse_budgets(w, "budgets", raw["budgets"]) if "budgets" in raw else None
+    output = raw.get("output", {})
+    if not isinstance(output, dict):
+        raise w.error("output", "must be a table", 'write [output] and store = "..." below it')
+    _check_keys(w, "output", output, OUTPUT_KEYS)
+    for key in OUTPUT_KEYS:
+        if key in output and (not isinstance(output[key], str) or not output[key].strip()):
+            raise w.error(f"output.{key}", f"must be a path, got {output[key]!r}")
+    store = Path(output.get("store", f"results/{name}.sqlite"))
+    report = Path(output.get("report", f"reports/{name}"))
+    if "problems" not in raw:
+        raise w.error("problems", "missing", 'write problems = ["onefactor:n=50"]')
+    specs = expand_problems(w, raw["problems"])
+    methods = expand_methods(w, raw.get("methods"), budgets, every_method)
+    if build:
+        problems = build_problems(w, specs)
+    else:
+        problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
+    sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
+                  methods, store, report, raw)
+    if sweep.n_jobs > MAX_JOBS:
+        raise w.error("", f"expands to {sweep.n_jobs} jobs (more than {MAX_JOBS})",
+                      "use fewer problems, settings, budgets or replicates")
+    return sweep

@@ -1,0 +1,318 @@
+"""Report metrics on hand-made stores with known answers (no figures drawn, fast)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from harness import metrics
+from harness.report import aggregate as agg
+from harness.report import tables
+from harness.report.style import Palette, fmt, fmt_budget, fmt_se
+from harness.store import ResultStore
+
+TRUE_LZ = -10.0
+TRUE_P = [0.25, 0.75]
+
+
+def record(job_id, problem, method, budget, replicate=0, *, log_z=None, probs=None,
+           status="ok", reason="", exact=True, cpu=1.0, unit="particles", n_train=20):
+    return {
+        "job_id": job_id, "sweep": "hand", "replicate": replicate, "problem_spec": problem,
+        "sweep_seed": 0, "problem": problem, "method": method, "method_name": method.split("[")[0],
+        "exact_method": exact, "budget": budget, "budget_unit": unit, "status": status,
+        "reason": reason, "log_marginal_likelihood": log_z, "log_marginal_likelihood_se": None,
+        "test_probabilities": probs, "cpu_seconds": cpu, "wall_seconds": cpu,
+        "peak_memory_mb": 1.0, "n_train": n_train, "n_test": 0 if probs is None else len(probs),
+    }
+
+
+def summary(name, *, kind="exact", lz=TRUE_LZ, se=0.0, probs=TRUE_P, posterior=None,
+            family="hand", n_train=20):
+    return {"name": name, "family": family, "params": {}, "description": "hand-made",
+            "n_train": n_train, "n_test": len(probs or []), "n_features": 1, "kernel": None,
+            "truth_kind": kind, "truth_source": "by hand",
+            "true_log_marginal_likelihood": lz if kind else None,
+            "true_log_marginal_likelihood_se": se if kind else None,
+            "true_test_probabilities": probs if kind else None, "bayes_posterior": posterior}
+
+
+def make_store(path, records, problems, metadata=None):
+    with ResultStore(path) as st:
+        for p in problems:
+            st.add_problem(p)
+        for r in records:
+            st.add_record(r)
+        for k, v in (metadata or {}).items():
+            st.set_metadata(k, v)
+    return agg.load(path)
+
+
+def cell(data, problem, method, budget):
+    c = data.cells
+    rows = c[(c["problem"] == problem) & (c["method"] == method) & (c["budget"] == budget)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+# ---- metrics module ------------------------------------------------------------------------
+def test_metric_helpers_known_values():
+    assert metrics.standard_error([1, 2, 3, 4]) == pytest.approx(np.std([1, 2, 3, 4], ddof=1) / 2)
+    assert math.isnan(metrics.standard_error([3.0]))
+    med, iqr, se = metrics.median_consensus([[0.1, 0.9], [0.3, 0.7], [0.2, 0.8]])
+    np.testing.assert_allclose(med, [0.2, 0.8])
+    np.testing.assert_allclose(iqr, [0.1, 0.1])
+    np.testing.assert_allclose(se, 1.2533 * (0.1 / 1.349) / np.sqrt(3))
+    assert metrics.at_reference_precision(0.015, 0.01)
+    assert not metrics.at_reference_precision(0.025, 0.01)
+    assert not metrics.at_reference_precision(0.0, 0.0)   # an exact truth has no floor
+
+
+# ---- errors against truth, aggregation ----------------------------------------------------
+@pytest.fixture
+def truth_data(tmp_path):
+    recs = []
+    # method A at budget 100: log Z errors 0.1, 0.3 (MAPE 1 %, 3 %), CPU 1..4 over 4 replicates
+    lzs = [-10.1, -9.7, -10.1, -9.7]
+    probs = [[0.2, 0.8], [0.3, 0.7], [0.25, 0.85], [0.25, 0.75]]   # MAE .05 .05 .05 0
+    for i in range(4):
+        recs.append(record(f"a{i}", "P", "A", 100, i, log_z=lzs[i], probs=probs[i], cpu=i + 1.0))
+    # two failures and a timeout at the same cell, and one crash elsewhere
+    recs.append(record("a-f1", "P", "A", 100, 4, status="failed", reason="all rejected", cpu=0.5))
+    recs.append(record("a-f2", "P", "A", 100, 5, status="failed", reason="all rejected", cpu=0.5))
+    recs.append(record("a-t", "P", "A", 100, 6, status="timeout", reason="CPU limit 60 s",
+                       cpu=None))
+    recs.append(record("b-e", "P", "B", 100, 0, status="error", reason="ValueError: boom"))
+    recs.append(record("b0", "P", "B", 1000, 0, log_z=-10.0, probs=TRUE_P, cpu=2.0))
+    return make_store(tmp_path / "t.sqlite", recs, [summary("P")])
+
+
+def test_errors_against_exact_truth(truth_data):
+    jobs = truth_data.jobs.set_index("job_id")
+    assert jobs.loc["a0", "abs_log_error"] == pytest.approx(0.1)
+    assert jobs.loc["a1", "mape_percent"] == pytest.approx(3.0)
+    assert jobs.loc["a0", "mae"] == pytest.approx(0.05)
+    assert jobs.loc["a3", "mae"] == pytest.approx(0.0)
+    assert math.isnan(jobs.loc["a-f1", "mape_percent"])      # a failure has no error ...
+
+
+def test_aggregation_mean_se_median(truth_data):
+    c = cell(truth_data, "P", "A", 100)
+    assert c["cpu_seconds_mean"] == pytest.approx(2.5)
+    assert c["cpu_seconds_se"] == pytest.approx(np.std([1, 2, 3, 4], ddof=1) / 2)
+    assert c["cpu_seconds_median"] == pytest.approx(2.5)
+    assert (c["cpu_seconds_q25"], c["cpu_seconds_q75"]) == pytest.approx((1.75, 3.25))
+    assert c["mape_percent_mean"] == pytest.approx(2.0)
+    assert c["mape_percent_se"] == pytest.approx(np.std([1, 3, 1, 3], ddof=1) / 2)
+    assert c["mae_mean"] == pytest.approx(0.0375)
+    assert c["mae_n"] == 4
+
+
+def test_failures_counted_and_listed_never_dropped(truth_data):
+    c = cell(truth_data, "P", "A", 100)
+    assert (c["n_jobs"], c["n_ok"], c["n_not_ok"]) == (7, 4, 3)
+    assert c["statuses"] == "failed 2, timeout 1"
+    assert len(truth_data.jobs) == 9                           # ... but it is kept
+    f = truth_data.failures.set_index(["method", "status"])
+    assert f.loc[("A", "failed"), "count"] == 2
+    assert f.loc[("A", "failed"), "reason"] == "all rejected"
+    assert f.loc[("A", "timeout"), "reason"] == "CPU limit 60 s"
+    assert f.loc[("B", "error"), "reason"] == "ValueError: boom"
+    assert int(truth_data.failures["count"].sum()) == 4
+    text = [r for r in tables.failures_table(truth_data).text_rows()]
+    assert any("ValueError: boom" in r for r in text)
+    status = tables.frame(tables.status_table(truth_data)).set_index(["problem", "method"])
+    assert status.loc[("P", "A"), "failed"] == "2"
+    assert status.loc[("P", "B"), "error"] == "1"
+
+
+# ---- consensus (MAE-MED) and MAE-POST -----------------------------------------------------
+@pytest.fixture
+def consensus_data(tmp_path):
+    recs = [
+        # exact A: budget 10 (ignored: not its best), budget 100 (used)
+        record("a10", "Q", "A", 10, 0, log_z=-30.0, probs=[0.9, 0.9]),
+        record("a100-0", "Q", "A", 100, 0, log_z=-20.0, probs=[0.10, 0.60]),
+        record("a100-1", "Q", "A", 100, 1, log_z=-20.4, probs=[0.30, 0.40]),
+        # exact B: budget 50 is its best
+        record("b50", "Q", "B", 50, 0, log_z=-20.2, probs=[0.20, 0.50]),
+        # B's failed run at a larger budget does not make 500 its "best"
+        record("b500", "Q", "B", 500, 0, status="failed", reason="degenerate"),
+        # approximate C: excluded from the consensus, but measured against it
+        record("c", "Q", "C (approx)", 10, 0, log_z=-25.0, probs=[0.5, 0.5], exact=False),
+        # a method that predicts but does not estimate log Z
+        record("d", "Q", "D", 10, 0, log_z=None, probs=[0.2, 0.5]),
+    ]
+    post = [0.0, 1.0]
+    return make_store(tmp_path / "c.sqlite", recs,
+                      [summary("Q", kind=None, probs=None, posterior=post)])
+
+
+def test_consensus_is_median_of_exact_methods_best_budgets(consensus_data):
+    c = consensus_data.consensus["Q"]
+    # log Z from A@100 (-20.0, -20.4), B@50 (-20.2) and D has none -> median -20.2
+    assert c.log_z == pytest.approx(-20.2)
+    assert c.log_z_runs == 3
+    assert c.log_z_iqr == pytest.approx(0.2)
+    # probabilities also from D@10 (exact, predicts): rows .1/.6, .3/.4, .2/.5, .2/.5
+    np.testing.assert_allclose(c.probabilities, [0.2, 0.5])
+    assert c.probability_runs == 4
+    assert {m for m, _, _ in c.members} == {"A", "B", "D"}
+    assert ("A", 10, 1) not in c.members
+
+
+def test_mae_med_and_log_z_deviation(consensus_data):
+    jobs = consensus_data.jobs.set_index("job_id")
+    assert jobs.loc["c", "mae_med"] == pytest.approx((0.3 + 0.0) / 2)
+    assert jobs.loc["c", "med_abs_log_error"] == pytest.approx(4.8)
+    assert jobs.loc["c", "med_mape_percent"] == pytest.approx(100 * 4.8 / 20.2)
+    assert jobs.loc["a100-0", "mae_med"] == pytest.approx((0.1 + 0.1) / 2)
+    assert jobs.loc["a10", "mae_med"] == pytest.approx((0.7 + 0.4) / 2)
+    # no truth on this problem: no truth metrics, and the figures use the consensus ones
+    assert jobs["mae"].isna().all() and jobs["mape_percent"].isna().all()
+    assert agg.problem_metrics(consensus_data, "Q") == ("mae_med", "med_mape_percent")
+
+
+def test_mae_post_against_bayes_posterior(consensus_data):
+    jobs = consensus_data.jobs.set_index("job_id")
+    assert jobs.loc["c", "mae_post"] == pytest.approx(0.5)
+    assert jobs.loc["b50", "mae_post"] == pytest.approx((0.2 + 0.5) / 2)
+    t4 = tables.frame(tables.problem_by_method_table(consensus_data, Palette(
+        consensus_data.methods, ["C (approx)"])))
+    assert "C (approx) (approx.): MAE-POST" in t4.columns
+    assert t4.iloc[0]["B: MAE-POST"].startswith("0.350 @50")
+
+
+def test_log_z_not_estimated_is_not_a_failure(consensus_data):
+    c = cell(consensus_data, "Q", "D", 10)
+    assert (c["n_ok"], c["n_not_ok"], c["log_z_estimated"]) == (1, 0, 0)
+    pal = Palette(consensus_data.methods)
+    methods = tables.frame(tables.methods_table(consensus_data, pal)).set_index("method")
+    assert methods.loc["D", "not ok"] == "0"
+    assert methods.loc["D", "log Z not estimated"] == "1"
+    assert methods.loc["C (approx)", "kind"] == "approximation"
+    rows = tables.frame(tables.problem_table(consensus_data, pal, "Q")).set_index("method")
+    assert rows.loc["D", "log Ẑ (SE)"] == "not estimated"
+
+
+# ---- reference truth: errors below 2 SE are "at reference precision" -----------------------
+def test_reference_precision(tmp_path):
+    recs = [record("close", "R", "A", 100, 0, log_z=-10.015, probs=TRUE_P),
+            record("far", "R", "A", 1000, 0, log_z=-10.5, probs=TRUE_P)]
+    data = make_store(tmp_path / "r.sqlite", recs, [summary("R", kind="reference", se=0.01)])
+    floor, what = agg.precision_floor(data, "R", "abs_log_error")
+    assert floor == pytest.approx(0.02) and what == "reference precision"
+    assert agg.precision_floor(data, "R", "mape_percent")[0] == pytest.approx(0.2)
+    rows = tables.frame(tables.problem_table(data, Palette(data.methods), "R"))
+    near, far = rows.iloc[0], rows.iloc[1]
+    assert near["|Δ log Z| (nats)"].startswith("at reference precision")
+    assert near["MAPE of log Z (%)"].startswith("at reference precision")
+    assert far["|Δ log Z| (nats)"] == "0.500"
+    # an exact truth never gets a floor
+    assert math.isnan(agg.precision_floor(data, "nope", "abs_log_error")[0])
+
+
+# ---- tables of the paper's shape, best method at equal time -------------------------------
+def test_tables_by_n_and_by_problem(tmp_path):
+    recs, probs = [], []
+    for n, err in ((50, 0.1), (200, 0.3)):
+        for seed in range(2):
+            name = f"of:n={n},seed={seed}"
+            probs.append(summary(name, family="of", n_train=n, probs=None))
+            for b in (100, 1000):
+                recs.append(record(f"{name}-{b}", name, "A", b, 0,
+                                   log_z=TRUE_LZ - err * 100 / b, n_train=n))
+    data = make_store(tmp_path / "n.sqlite", recs, probs)
+    pal = Palette(data.methods)
+    (t1,) = tables.n_by_budget_tables(data, pal, "mape_percent")
+    t1 = tables.frame(t1).set_index("N")
+    assert t1.loc["50", "100 particles"].startswith("1.00")      # 0.1 nats of 10 = 1 %
+    assert t1.loc["200", "1e3 particles"].startswith("0.300")
+    assert t1.loc["200", "problems"] == "2"
+    (t2,) = tables.problem_by_budget_tables(data, pal, "mape_percent")
+    assert len(t2.rows) == 4
+
+
+def test_best_method_at_equal_cpu_time(tmp_path):
+    recs = []
+    for i in range(3):
+        for method, (cpu1, e1, cpu2, e2) in {"A": (1, 0.1, 10, 0.01),
+                                             "B": (1, 0.05, 10, 0.02)}.items():
+            jitter = 1e-3 * i
+            recs.append(record(f"{method}1-{i}", "P", method, 100, i, log_z=TRUE_LZ - 10 * e1,
+                               cpu=cpu1 + jitter))
+            recs.append(record(f"{method}2-{i}", "P", method, 1000, i,
+                               log_z=TRUE_LZ - 10 * (e2 + jitter), cpu=cpu2 + jitter))
+    data = make_store(tmp_path / "b.sqlite", recs, [summary("P", probs=None)])
+    bt = agg.best_at_equal_time(data, "P", "abs_log_error", levels=[2.0, 20.0, 0.5])
+    assert list(bt["best"][:2]) == ["B", "A"]
+    assert bt["error"].iloc[0] == pytest.approx(0.5)
+    assert bt["runner_up"].iloc[1] == "B" and bool(bt["clear"].iloc[1])
+    assert bt["methods_within"].iloc[2] == 0 and not isinstance(bt["best"].iloc[2], str)
+    table = tables.frame(tables.best_table(data, Palette(data.methods)))
+    assert "A" in set(table["best method"])
+
+
+# ---- presentation helpers -----------------------------------------------------------------
+def test_palette_is_fixed_per_label():
+    p1 = Palette(["b", "a", "c"], approximate=["c"])
+    p2 = Palette(["c", "a", "b"])
+    assert p1.colour("a") == p2.colour("a") != p1.colour("b")
+    assert p1.linestyle("c") == "--" and p1.linestyle("a") == "-"
+    assert p1.legend_label("c") == "c (approx.)"
+    many = Palette([f"m{i}" for i in range(14)])
+    assert len({many.colour(f"m{i}") for i in range(14)}) == 14
+
+
+def test_number_formats():
+    assert fmt(0.0123456) == "0.0123"
+    assert fmt(float("nan")) == "—"
+    assert fmt(2.5e-5) == "2.50e-05"
+    assert fmt_se(0.25, 0.0123) == "0.250 (0.012)"
+    assert (fmt_budget(1000), fmt_budget(30000), fmt_budget(1500)) == ("1e3", "3e4", "1500")
+
+
+def test_missing_store_is_a_clear_error(tmp_path, capsys):
+    from harness.cli import main
+
+    assert main(["report", "--store", str(tmp_path / "nope.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "--store" in err and "nope.sqlite" in err and "Traceback" not in err
+    assert not (tmp_path / "nope.sqlite").exists()
+
+
+def test_environment_rows_compact_workers():
+    client = {"python": "3.11", "blas": [{"internal_api": "openblas", "version": "0.3",
+                                          "num_threads": 2, "filepath": "/x/libopenblas.so"}],
+              "thread_env": {"OMP_NUM_THREADS": None}}
+    worker = {**client, "blas": [{**client["blas"][0], "num_threads": 1}],
+              "thread_env": {"OMP_NUM_THREADS": "1"}}
+    rows = dict(tables.environment_rows({
+        "environment": client, "workers": {"tcp://a": worker, "tcp://b": worker},
+        "cluster": "local", "sweep_file": "long text",
+        "sweeps": {"q": {"text": "t", "path": "p"}}}))
+    assert rows["blas 0"] == "openblas 0.3, 2 thread(s), libopenblas.so"
+    assert rows["thread_env"] == "none set"
+    assert rows["workers (2): thread_env"] == "OMP_NUM_THREADS=1"
+    assert rows["workers (2): blas 0"].startswith("openblas 0.3, 1 thread(s)")
+    assert "workers (2): python" not in rows                    # same as the client
+    assert rows["cluster"] == "local" and rows["sweeps.q.path"] == "p"
+    assert "sweep_file" not in rows and "sweeps.q.text" not in rows
+
+
+def test_report_of_empty_and_all_failed_stores(tmp_path):
+    from harness.report import build_report
+
+    with ResultStore(tmp_path / "empty.sqlite") as st:
+        st.add_problem(summary("P"))
+    paths = build_report(tmp_path / "empty.sqlite", tmp_path / "e", pdf_file=False)
+    assert "No jobs yet." in paths["html"].read_text(encoding="utf-8")
+    recs = [record(f"f{i}", "P", "A", 10 * (i + 1), status="timeout", reason="CPU limit",
+                   cpu=None) for i in range(3)]
+    make_store(tmp_path / "failed.sqlite", recs, [summary("P")])
+    html = build_report(tmp_path / "failed.sqlite", tmp_path / "f",
+                        pdf_file=False)["html"].read_text(encoding="utf-8")
+    assert "3 jobs did not succeed" in html and "CPU limit" in html
+    assert "<img" not in html                    # nothing to draw, and nothing drawn wrongly

@@ -1,0 +1,134 @@
+"""End to end: a small real run -> `python -m harness report` -> HTML in headless Chromium, PDF
+through pdftoppm. Skipped (with the reason) only when chromium / pdftoppm are absent."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from harness.registry import get_method
+from harness.report.style import Palette
+from harness.runner import run_one
+from harness.seeding import rng_for
+from harness.spec import make_problem
+from harness.store import ResultStore
+
+SPEC = "linear1d:n_train=40,n_test=10"
+BUDGETS = (200, 2000)
+REPLICATES = 3
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    store_path = root / "small.sqlite"
+    problem = make_problem(SPEC)
+    methods = [get_method("rejection-bootstrap")(count=c) for c in ("soft", "hard")]
+    with ResultStore(store_path) as store:
+        store.add_problem(problem.summary())
+        store.set_metadata("environment", {"python": "3.x", "blas": [{"num_threads": 1}]})
+        store.set_metadata("sweep_file", '[sweep]\nname = "small"\nsee = "<script>x</script>"\n')
+        store.set_metadata("sweep_name", "small")
+        last = None
+        for m in methods:
+            for b in BUDGETS:
+                for rep in range(REPLICATES):
+                    key = {"problem": problem.name, "method": m.label(), "budget": b, "r": rep}
+                    last = run_one(problem, m, b, rng_for(key), job_id=f"{m.label()}-{b}-{rep}",
+                                   replicate=rep, sweep="small", problem_spec=SPEC, sweep_seed=0)
+                    store.add_record(last)
+        failed = {**last, "job_id": "lost-1", "status": "timeout", "log_marginal_likelihood": None,
+                  "test_probabilities": None, "reason": "CPU time limit 1 s exceeded"}
+        for k in ("abs_log_error", "mape_percent", "mae"):
+            failed.pop(k, None)
+        store.add_record(failed)
+    out = root / "out"
+    assert main(["report", "--store", str(store_path), "--out", str(out)]) == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    return {"root": root, "out": out, "html": html, "methods": [m.label() for m in methods]}
+
+
+def test_html_is_self_contained(report):
+    html = report["html"]
+    assert "<script" not in html.lower().replace("&lt;script&gt;", "")   # the sweep text escaped
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html, re.I)
+    assert "<link" not in html.lower() and "@import" not in html and "url(" not in html
+    figures = re.findall(r'<img src="data:image/svg\+xml;base64,', html)
+    assert len(figures) == 3                                  # time-error, error-budget, cost
+    for needle in ("Failed jobs", "CPU time limit 1 s exceeded", "Environment",
+                   "Which method gives the most accuracy per CPU second?",
+                   "Error against CPU time"):
+        assert needle in html
+
+
+def test_written_files(report):
+    out = report["out"]
+    for name in ("report.html", "report.pdf", "cells.csv", "jobs.csv"):
+        assert (out / name).stat().st_size > 500, name
+    assert (out / "report.pdf").read_bytes().startswith(b"%PDF")
+    assert "timeout" in (out / "jobs.csv").read_text()
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.skip("headless browser test needs chromium (apt-get install chromium)")
+
+
+def _run_chromium(exe, tmp, *args):
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-extensions", "--enable-logging=stderr", "--v=0",
+           f"--user-data-dir={tmp}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_html_renders_in_headless_chromium(report, tmp_path):
+    exe = _chromium()
+    url = (report["out"] / "report.html").as_uri()
+    shot = tmp_path / "page.png"
+    res = _run_chromium(exe, tmp_path / "profile", f"--screenshot={shot}",
+                        "--window-size=1200,2000", url)
+    assert shot.is_file() and shot.stat().st_size > 20_000, res.stderr[-2000:]
+    console = [ln for ln in res.stderr.splitlines()
+               if "CONSOLE" in ln or "Uncaught" in ln or "Failed to load resource" in ln
+               or "ERR_" in ln and "file://" in ln]
+    assert not console, console
+
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert img.shape[:2] == (2000, 1200)
+    assert img.std() > 10                                       # not a blank page
+    # the figures drew: many pixels in each method's palette colour (not just the swatches)
+    palette = Palette(report["methods"])
+    for method in report["methods"]:
+        rgb = np.array([int(palette.colour(method)[i:i + 2], 16) for i in (1, 3, 5)])
+        near = (np.abs(img - rgb).sum(axis=2) < 40).sum()
+        assert near > 1500, (method, near)
+
+    dom = _run_chromium(exe, tmp_path / "profile2", "--dump-dom", url).stdout
+    assert dom.count('src="data:image/svg+xml;base64,') == 3
+    assert "Failed jobs" in dom
+
+
+def test_pdf_first_page_renders(report, tmp_path):
+    if not shutil.which("pdftoppm"):
+        pytest.skip("PDF check needs pdftoppm (apt-get install poppler-utils)")
+    res = subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", "1", "-l", "1",
+                          str(report["out"] / "report.pdf"), str(tmp_path / "page")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    pages = list(tmp_path.glob("page*.png"))
+    assert len(pages) == 1 and pages[0].stat().st_size > 3_000
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", str(report["out"] / "report.pdf")],
+                              capture_output=True, text=True).stdout
+        n_pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+        assert n_pages >= 5            # summary, problem, 3 figures, failures, environment

@@ -1,0 +1,178 @@
+"""Helpers of the sweep tests: real `dask scheduler` and `dask worker` processes.
+
+Everything listens on 127.0.0.1; every process is started in its own session and killed with
+its group at teardown. Waits poll for a condition with generous timeouts (the CI machine may
+be small and loaded); nothing sleeps a fixed time. Safety nets against leaks if the test
+process itself dies: workers exit after --death-timeout without a scheduler and the scheduler
+after --idle-timeout without work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+STARTUP_TIMEOUT = 90.0
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str, poll: float = 0.1):
+    """Poll until condition() is truthy; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(poll)
+
+
+def spawn(args: list[str], log: Path, cwd: Path) -> subprocess.Popen:
+    with open(log, "wb") as f:
+        return subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
+                                env=child_env(), start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM the process group, SIGKILL it if it does not go."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    try:   # whatever is left of the group (also after a clean exit of the leader)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def stored_jobs(store: Path) -> int:
+    """Jobs in a store that another process is writing (0 before it exists)."""
+    if not store.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+class DaskProcesses:
+    """One `dask scheduler` and n `dask worker` processes (one thread, no nanny, 127.0.0.1)."""
+
+    def __init__(self, root: Path, n_workers: int, tls: dict[str, str] | None = None):
+        self.root = root
+        self.tls = tls          # {"ca": path, "cert": path, "key": path}: TLS everywhere
+        self.scheduler_file = root / "scheduler.json"
+        self.scheduler: subprocess.Popen | None = None
+        self.workers: list[subprocess.Popen] = []
+        self.n_workers = n_workers
+
+    @property
+    def address(self) -> str:
+        return json.loads(self.scheduler_file.read_text())["address"]
+
+    def start(self) -> DaskProcesses:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.scheduler = spawn(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--idle-timeout", "300s",
+             "--scheduler-file", str(self.scheduler_file), *self._tls_args(scheduler=True)],
+            self.root / "scheduler.log", self.root)
+        wait_for(lambda: self.scheduler_file.exists() or self.scheduler.poll() is not None,
+                 STARTUP_TIMEOUT, "the scheduler file")
+        assert self.scheduler.poll() is None, (self.root / "scheduler.log").read_text()
+        for i in range(self.n_workers):
+            self.add_worker(i)
+        self.wait_for_workers(self.n_workers)
+        return self
+
+    def add_worker(self, i: int) -> subprocess.Popen:
+        proc = spawn(
+            [sys.executable, "-m", "distributed.cli.dask_worker",
+             "--scheduler-file", str(self.scheduler_file), "--nthreads", "1", "--no-nanny",
+             "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}",
+             "--death-timeout", "60", "--local-directory", str(self.root / f"w{i}"),
+             *self._tls_args()],
+            self.root / f"worker{i}.log", self.root)
+        self.workers.append(proc)
+        return proc
+
+    def _tls_args(self, scheduler: bool = False) -> list[str]:
+        if not self.tls:
+            return []
+        return [*(["--protocol", "tls"] if scheduler else []),
+                "--tls-ca-file", self.tls["ca"], "--tls-cert", self.tls["cert"],
+                "--tls-key", self.tls["key"]]
+
+    def client(self):
+        from distributed import Client
+        kwargs = {}
+        if self.tls:
+            from distributed.security import Security
+            kwargs["security"] = Security(tls_ca_file=self.tls["ca"],
+                                          tls_client_cert=self.tls["cert"],
+                                          tls_client_key=self.tls["key"], require_encryption=True)
+        return Client(scheduler_file=str(self.scheduler_file), timeout=30,
+                      set_as_default=False, **kwargs)
+
+    def n_connected(self) -> int:
+        with self.client() as client:
+            return len(client.scheduler_info(n_workers=-1)["workers"])
+
+    def wait_for_workers(self, n: int) -> None:
+        with self.client() as client:
+            client.wait_for_workers(n, timeout=STARTUP_TIMEOUT)
+
+    def close(self) -> None:
+        for proc in self.workers:
+            stop(proc)
+        if self.scheduler is not None:
+            stop(self.scheduler)
+
+
+def make_certificates(root: Path) -> dict[str, str]:
+    """A throw-away CA and one certificate signed by it (openssl), for TLS tests."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    root.mkdir(parents=True, exist_ok=True)
+    ca, ca_key, cert, key, csr = (str(root / n) for n in
+                                  ("ca.pem", "ca.key", "node.pem", "node.key", "node.csr"))
+    ext = root / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    for args in (
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+         "-days", "2", "-subj", "/CN=gpc-harness test CA"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+         "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+         "-out", cert, "-days", "2", "-extfile", str(ext)],
+    ):
+        subprocess.run([openssl, *args], check=True, capture_output=True, timeout=60)
+    return {"ca": ca, "cert": cert, "key": key}
