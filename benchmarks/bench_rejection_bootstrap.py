@@ -39,7 +39,8 @@ def main():
         method = RejectionBootstrap(count=count)
         est, seconds = cpu_time(method.estimate, problem, M, np.random.default_rng(1))
         err = abs(est.log_marginal_likelihood - problem.truth.log_marginal_likelihood)
-        print(f"{count:>4} count: {seconds:.2f} s CPU, ratio to floor {seconds / floor['total']:.2f}"
+        ratio = seconds / floor["total"]
+        print(f"{count:>4} count: {seconds:.2f} s CPU, ratio to floor {ratio:.2f}"
               f"  (|log error| {err:.3g}, chunks {est.diagnostics['chunks']},"
               f" block {est.diagnostics['block_size']})")
 

@@ -31,7 +31,8 @@ def _kernel_from(field: str, name: str, alpha, beta):
         alpha = float(alpha)
         beta = float(beta)
     except (TypeError, ValueError):
-        raise InputError(field, f"alpha and beta must be numbers, got {alpha!r}, {beta!r}") from None
+        raise InputError(field, "alpha and beta must be numbers, "
+                         f"got {alpha!r}, {beta!r}") from None
     if name == "linear":
         return make_kernel("linear", scale=beta)
     return make_kernel(name, alpha=alpha, beta=beta)

@@ -1,6 +1,7 @@
 """One-factor orthant problems with exact truth (MATH.md §3a, the paper's Table 1).
 
-R_ii = 1, R_ij = d_i d_j with d_i ~ U(dmin, dmax); P(v >= 0) = ∫ φ(u) ∏ Φ(d_i u / sqrt(1 - d_i^2)) du.
+R_ii = 1, R_ij = d_i d_j with d_i ~ U(dmin, dmax);
+P(v >= 0) = ∫ φ(u) ∏ Φ(d_i u / sqrt(1 - d_i^2)) du.
 The default range U(-0.99, 0.99) is the paper's; a range close to ±1 is much harder.
 """
 

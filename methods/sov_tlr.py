@@ -41,10 +41,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-from harness.methods.sov import Factor, Sov
 
 from harness.deadline import check_deadline
 from harness.errors import InputError
+from harness.methods.sov import Factor, Sov
 from harness.problem import Problem
 from harness.reorder import cached, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult

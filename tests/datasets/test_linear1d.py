@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 import scipy.linalg
-from harness.datasets.linear1d import FAMILY, linear1d
 
+from harness.datasets.linear1d import FAMILY, linear1d
 from harness.errors import InputError
 from harness.kernels import Linear
 

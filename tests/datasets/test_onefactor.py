@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from harness.datasets.onefactor import FAMILY, onefactor
 
+from harness.datasets.onefactor import FAMILY, onefactor
 from harness.errors import InputError
 from harness.oracles import one_factor_integral
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness.datasets.linear1d import linear1d
 from scipy.special import log_ndtr, ndtr
 from scipy.stats import norm
 
+from harness.datasets.linear1d import linear1d
 from harness.reorder import mills, ordered_problem, pivoted_cholesky
 
 

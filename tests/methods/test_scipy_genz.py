@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness.datasets.linear1d import linear1d
-from harness.datasets.onefactor import onefactor
-from harness.methods import scipy_genz
-from harness.methods.scipy_genz import ScipyGenz, scipy_orthant
 from scipy.stats import multivariate_normal
 
+from harness.datasets.linear1d import linear1d
+from harness.datasets.onefactor import onefactor
 from harness.errors import InputError
+from harness.methods import scipy_genz
+from harness.methods.scipy_genz import ScipyGenz, scipy_orthant
 from harness.problem import Problem
 
 

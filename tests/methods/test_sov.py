@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness.datasets.gauss2class import gauss2class
-from harness.datasets.linear1d import linear1d
-from harness.datasets.onefactor import onefactor
-from harness.methods import sov as sov_module
-from harness.methods.sov import Sov
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.datasets.gauss2class import gauss2class
+from harness.datasets.linear1d import linear1d
+from harness.datasets.onefactor import onefactor
 from harness.errors import InputError
+from harness.methods import sov as sov_module
+from harness.methods.sov import Sov
 from harness.metrics import mae, mape_percent
 from harness.problem import Problem
 from harness.spec import make_problem

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from harness.datasets.gauss2class import gauss2class
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
+from harness.errors import InputError
 from harness.methods.sov import Sov, SovStep
 from harness.methods.sov_tlr import SovTlr, TileLowRankWalk
-
-from harness.errors import InputError
 from harness.qmc import PointSet
 from harness.reorder import ordered_problem
 from harness.sequential import CholeskyWalk, Resample
