@@ -28,7 +28,10 @@ class Method(ABC):
     estimates_log_z: ClassVar[bool] = True
     predicts: ClassVar[bool] = True
     stochastic: ClassVar[bool] = True       # False: the same answer for every seed
-    test_budget: ClassVar[int] = 5000       # budget of the generic accuracy checks (N ~ 200)
+    test_budget: ClassVar[int | None] = 5000  # budget of the generic accuracy checks (N ~ 200);
+    #                                         None: cannot converge there in a test's time
+    smoke_budget: ClassVar[int] = 500       # budget of the quick generic checks (N = 30)
+    handles_orthant: ClassVar[bool] = True  # False: needs data and a kernel (latent-space methods)
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -82,9 +85,18 @@ class Method(ABC):
             raise InputError("budget", f"must be a positive integer, got {budget}")
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy.random.Generator")
+        self.check_job(int(budget), problem.n_train)
         result = self._estimate(problem, int(budget), rng)
         result.check(problem.n_test)
         return result
+
+    def check_job(self, budget: int, n_train: int) -> None:
+        """Raise InputError if these settings cannot run this budget on n_train points.
+
+        For checks that need the budget or the problem size (e.g. a burn-in longer than the
+        budget); called by estimate(), and meant to be called when a sweep is planned so that
+        bad settings are refused before any job runs. Default: no check.
+        """
 
     @abstractmethod
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:

@@ -28,6 +28,9 @@ _BUILTIN_METHODS = {
     "sov": "harness.methods.sov:Sov",
     "sov-tlr": "harness.methods.sov_tlr:SovTlr",
     "scipy-genz": "harness.methods.scipy_genz:ScipyGenz",
+    "sir": "harness.methods.sir:Sir",
+    "vb-meanfield": "harness.methods.vb_meanfield:VbMeanfield",
+    "minimax-tilting": "harness.methods.minimax_tilting:MinimaxTilting",
 }
 _BUILTIN_PROBLEMS = {
     "onefactor": "harness.datasets.onefactor:FAMILY",

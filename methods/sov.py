@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtri_exp
+from scipy.special import log_ndtr, logsumexp
 
 from harness.deadline import check_deadline
 from harness.errors import InputError
@@ -50,6 +50,7 @@ from harness.problem import Problem
 from harness.qmc import KINDS, PointSet, batch_standard_error, split_budget
 from harness.reorder import REORDERINGS, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult
+from harness.truncnorm import draw_above
 
 _TEST_ELEMENTS = 1 << 22   # test-variable block size (particles x test points) in memory
 
@@ -66,11 +67,13 @@ class SovStep:
         self.logw = np.zeros(E.shape[1])
 
     def __call__(self, j: int, t: np.ndarray):
-        lp = log_ndtr(t, out=t)        # the walk hands over a fresh array: reuse it
+        z, lp = draw_above(t, self.E[j], overwrite=True)   # the walk hands over a fresh t
         self.logw += lp
-        a = np.add(self.E[j], lp, out=lp)   # log((1 - w) Φ(t)) < 0
-        ndtri_exp(a, out=a)
-        return np.negative(a, out=a), None
+        return z, None
+
+    def log_weights(self) -> np.ndarray:
+        """Each sample's final log weight (the estimate of its randomisation is their mean)."""
+        return self.logw
 
 
 @dataclass
@@ -155,6 +158,10 @@ class Sov(Method):
         self.factor(problem)   # the (cached) reordering and factor, outside the timed region
 
     # ---- the estimator --------------------------------------------------------------------
+    def make_step(self, E: np.ndarray, rows, rng: np.random.Generator) -> SovStep:
+        """The walk's step for one chunk (SIR overrides it with a resampling step)."""
+        return SovStep(E)
+
     def points_per_chunk(self, n_vars: int, n_test: int, block: int, extra: int = 0) -> int:
         """Particles whose arrays (history, log(1 - w), block, test block) fit in chunk_mb."""
         per = 8 * (2 * n_vars + 3 * block + min(n_test, 64)) + extra
@@ -175,10 +182,10 @@ class Sov(Method):
         lse2, max_logw, chunks = -np.inf, -np.inf, 0
         for a in range(0, int(sizes.max()), per_base):
             E, rows = points.log_complement(a, min(a + per_base, int(sizes.max())))
-            step = SovStep(E)
+            step = self.make_step(E, rows, rng)
             result = fac.walk.run(E.shape[1], step)
             del E, step.E
-            logw = step.logw
+            logw = step.log_weights()
             for k, r0, m in rows:
                 lse[k] = np.logaddexp(lse[k], logsumexp(logw[r0 : r0 + m]))
             lse2 = np.logaddexp(lse2, logsumexp(2.0 * logw))

@@ -59,19 +59,19 @@ def test_bad_budget_is_refused(cls, budget, small_gpc):
 
 @pytest.mark.parametrize("cls", METHODS, ids=IDS)
 def test_same_seed_same_answer(cls, small_gpc):
-    a, b = _run(cls, small_gpc, 5, 500), _run(cls, small_gpc, 5, 500)
+    a, b = _run(cls, small_gpc, 5, cls.smoke_budget), _run(cls, small_gpc, 5, cls.smoke_budget)
     assert a.log_marginal_likelihood == b.log_marginal_likelihood
     if cls.predicts:
         np.testing.assert_array_equal(a.test_probabilities, b.test_probabilities)
     if cls.stochastic:
-        c = _run(cls, small_gpc, 6, 500)
+        c = _run(cls, small_gpc, 6, cls.smoke_budget)
         assert (c.log_marginal_likelihood != a.log_marginal_likelihood
                 or not np.array_equal(c.test_probabilities, a.test_probabilities))
 
 
 @pytest.mark.parametrize("cls", METHODS, ids=IDS)
 def test_output_contract(cls, small_gpc):
-    est = _run(cls, small_gpc, 0, 500)
+    est = _run(cls, small_gpc, 0, cls.smoke_budget)
     assert est.status == "ok", est.reason
     if cls.estimates_log_z:
         assert np.isfinite(est.log_marginal_likelihood) and est.log_marginal_likelihood < 0
@@ -90,6 +90,8 @@ def test_closed_forms_small_orthant(cls, n):
     """N <= 3 one-factor orthant probabilities against the arcsine formulas (MATH.md §2)."""
     if not cls.estimates_log_z:
         pytest.skip("method does not estimate log Z")
+    if not cls.handles_orthant:
+        pytest.skip("latent-space method: needs a GPC problem, not a pure orthant one")
     problem = onefactor(n=n, seed=3, dmin=-0.9, dmax=0.9)
     R = problem.R
     if n == 1:
@@ -109,6 +111,10 @@ def test_closed_forms_small_orthant(cls, n):
 @pytest.mark.parametrize("family", ["onefactor", "linear1d"])
 def test_accuracy_against_oracle(cls, family, oracle_problems):
     """Mean of 4 runs within 5 standard errors (of that mean) of the exact answer, N = 200."""
+    if family == "onefactor" and not cls.handles_orthant:
+        pytest.skip("latent-space method: needs a GPC problem, not a pure orthant one")
+    if cls.test_budget is None:
+        pytest.skip("method cannot converge at N = 200 in a test's time (see its own tests)")
     problem = oracle_problems[family]
     ests = [_run(cls, problem, s) for s in range(4)]
     assert all(e.status == "ok" for e in ests), [e.reason for e in ests]

@@ -1,0 +1,118 @@
+"""Sequential importance resampling, "GHK with resampling" (MATH.md §5 last point, §6).
+
+The SOV proposal walked particle by particle (harness.sequential): at variable j every
+particle draws z_j from N(0, 1) truncated to z_j >= -t_j and multiplies its weight by
+Φ(t_j) (methods.sov.SovStep, reused unchanged). When the effective sample size of a
+population's weights, (Σ W)^2 / Σ W^2, falls below `ess_threshold` times its size, the
+population is resampled (systematic or multinomial, with probabilities W / Σ W): the running
+log normaliser gains log mean W, and every weight is reset to 1. At the end
+
+    Ẑ = exp(log normaliser) * mean W,
+
+the standard SMC estimate, which is unbiased for Z (Del Moral 2004): each resampling keeps
+E[Σ offspring weights | past] equal to the population's mean weight. Resampling happens after
+the draw of z_j (the weight Φ(t_j) does not depend on it), so the copies share their past and
+diverge at the next variable.
+
+Uniforms are pseudo-random (a QMC point set is not preserved by resampling). The budget is
+split into `randomisations` independent populations (each an SMC run of its own; their spread
+gives the standard error of log Ẑ, as for SOV), and populations too large for memory into
+chunks, which are again independent runs recombined exactly. Everything else — the ratio
+estimator for the test points from the final population, the diagnostics, the chunking — is
+SOV's (Sir subclasses Sov and only replaces the step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.methods.sov import Sov, SovStep
+from harness.sequential import Resample
+
+RESAMPLINGS = ("systematic", "multinomial")
+
+
+def resample_indices(logw: np.ndarray, how: str, rng: np.random.Generator) -> np.ndarray:
+    """len(logw) ancestor indices drawn with probabilities proportional to exp(logw)."""
+    m = len(logw)
+    p = np.exp(logw - logw.max())
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    if how == "systematic":
+        u = (rng.random() + np.arange(m)) / m
+    else:
+        u = np.sort(rng.random(m))
+    return np.minimum(np.searchsorted(cdf, u, side="right"), m - 1)
+
+
+class SirStep(SovStep):
+    """SOV's weight-and-draw step, then per-population resampling when the ESS is low."""
+
+    def __init__(self, E: np.ndarray, rows, threshold: float, how: str,
+                 rng: np.random.Generator):
+        super().__init__(E)
+        self.starts = np.array([r0 for _, r0, _ in rows])
+        self.sizes = np.array([m for _, _, m in rows])
+        self.threshold, self.how, self.rng = threshold, how, rng
+        self.log_norm = np.zeros(len(self.sizes))   # running log normaliser per population
+        self.resamplings = 0
+
+    def __call__(self, j: int, t: np.ndarray):
+        z, _ = super().__call__(j, t)
+        # ESS of every population at once: (Σ W)^2 / Σ W^2 with W scaled by the group maximum
+        top = np.maximum.reduceat(self.logw, self.starts)
+        w = np.exp(self.logw - np.repeat(top, self.sizes))
+        s1 = np.add.reduceat(w, self.starts)
+        s2 = np.add.reduceat(w * w, self.starts)
+        low = np.flatnonzero((s1 * s1 < self.threshold * self.sizes * s2) & (self.sizes > 1))
+        if len(low) == 0:
+            return z, None
+        src = np.arange(len(self.logw))
+        for g in low:
+            r0, m = self.starts[g], self.sizes[g]
+            lw = self.logw[r0 : r0 + m]
+            src[r0 : r0 + m] = r0 + resample_indices(lw, self.how, self.rng)
+            self.log_norm[g] += top[g] + np.log(s1[g] / m)
+            lw[:] = 0.0
+            self.resamplings += 1
+        return z, Resample(src=src)
+
+    def log_weights(self) -> np.ndarray:
+        """Final weights times the population's normaliser: their mean is its Ẑ."""
+        out = self.logw.copy()
+        return out + np.repeat(self.log_norm, self.sizes)
+
+
+class Sir(Sov):
+    """SOV proposal with resampling when the weights' ESS drops (module doc)."""
+
+    name = "sir"
+    summary = ("sequential importance resampling: SOV's truncated-normal proposal with "
+               "systematic/multinomial resampling when the weights' ESS drops; unbiased Ẑ")
+    exact = True
+    budget_unit = "particles"
+    test_budget = 8000
+
+    def __init__(self, ess_threshold: float = 0.5, resampling: str = "systematic",
+                 randomisations: int = 10, block_size: int = 0, chunk_mb: float = 512.0):
+        self.ess_threshold = ess_threshold
+        self.resampling = resampling
+        self.randomisations = randomisations
+        self.block_size = block_size
+        self.chunk_mb = chunk_mb
+        self.points = "random"   # fixed, not a setting: resampling does not keep a QMC set
+        self.reorder = "none"
+        self._check_common()
+        field = f"method {self.name}: setting"
+        if isinstance(ess_threshold, bool) or not isinstance(ess_threshold, int | float) \
+                or not 0.0 <= ess_threshold <= 1.0:
+            raise InputError(f"{field} 'ess_threshold'",
+                             f"must be a number in [0, 1], got {ess_threshold!r}",
+                             "0 never resamples (plain SOV), 1 resamples at every variable")
+        if resampling not in RESAMPLINGS:
+            raise InputError(f"{field} 'resampling'",
+                             f"must be one of {RESAMPLINGS}, got {resampling!r}")
+
+    def make_step(self, E, rows, rng) -> SirStep:
+        return SirStep(E, rows, self.ess_threshold, self.resampling, rng)

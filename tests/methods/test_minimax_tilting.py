@@ -1,0 +1,112 @@
+"""Minimax exponential tilting (Botev 2017): saddle point, exact cases, oracles (issue 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.datasets.linear1d import linear1d
+from harness.datasets.onefactor import onefactor
+from harness.errors import InputError
+from harness.methods.minimax_tilting import MinimaxTilting, saddle_point_system
+from harness.methods.rejection_bootstrap import RejectionBootstrap
+from harness.spec import make_problem
+
+
+def _arcsine(problem):
+    R = problem.R
+    if len(R) == 2:
+        return 0.25 + np.arcsin(R[0, 1]) / (2 * np.pi)
+    return 0.125 + (np.arcsin(R[0, 1]) + np.arcsin(R[0, 2]) + np.arcsin(R[1, 2])) / (4 * np.pi)
+
+
+def test_analytic_jacobian_matches_finite_differences():
+    L = onefactor(n=7, seed=2).chol
+    _, grad = saddle_point_system(L)
+    y = np.random.default_rng(0).normal(size=12)
+    _, J = grad(y)
+    h = 1e-6
+    num = np.column_stack([(grad(y + h * e)[0] - grad(y - h * e)[0]) / (2 * h)
+                           for e in np.eye(len(y))])
+    np.testing.assert_allclose(J, num, atol=1e-6)
+
+
+def test_saddle_point_solves_the_system():
+    problem = linear1d(n_train=50, n_test=4, seed=3)
+    method = MinimaxTilting()
+    mu, info = method.shifts(problem)
+    assert info["saddle_residual"] < 1e-8 and info["saddle_converged"] == 1
+    assert mu[-1] == 0.0 and np.any(mu != 0.0)
+
+
+def test_identity_covariance_is_exact():
+    problem = linear1d(n_train=60, n_test=5, scale=1e-30)
+    est = MinimaxTilting().estimate(problem, 300, np.random.default_rng(0))
+    assert est.log_marginal_likelihood == pytest.approx(-60 * np.log(2), abs=1e-9)
+    np.testing.assert_allclose(est.test_probabilities, 0.5, atol=1e-12)
+
+
+@pytest.mark.parametrize("points", ["sobol", "lattice", "random"])
+@pytest.mark.parametrize("n", [2, 3])
+def test_closed_forms_within_the_reported_error(points, n):
+    problem = onefactor(n=n, seed=4, dmin=-0.9, dmax=0.9)
+    est = MinimaxTilting(points=points).estimate(problem, 4000, np.random.default_rng(1))
+    assert abs(est.log_marginal_likelihood - np.log(_arcsine(problem))) \
+        <= 5 * est.log_marginal_likelihood_se + 1e-12
+
+
+def test_z_hat_is_unbiased_at_n3():
+    problem = onefactor(n=3, seed=5, dmin=-0.9, dmax=0.9)
+    method = MinimaxTilting(points="random", randomisations=1)
+    rng = np.random.default_rng(0)
+    z = np.exp([method.estimate(problem, 4, rng).log_marginal_likelihood for _ in range(2000)])
+    assert abs(z.mean() - _arcsine(problem)) <= 4 * z.std(ddof=1) / np.sqrt(len(z))
+
+
+def test_lower_variance_than_sov_on_a_one_factor_problem():
+    from harness.methods.sov import Sov
+    problem = onefactor(n=150, seed=8)
+    a = MinimaxTilting().estimate(problem, 2000, np.random.default_rng(0))
+    b = Sov().estimate(problem, 2000, np.random.default_rng(0))
+    assert a.log_marginal_likelihood_se < b.log_marginal_likelihood_se
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(InputError, match="reorder"):
+        MinimaxTilting(reorder="sideways")
+    with pytest.raises(InputError, match="randomisations"):
+        MinimaxTilting(randomisations=0)
+
+
+@pytest.mark.slow
+def test_log_z_within_3_se_on_10_random_one_factor_problems():
+    for seed in range(10):
+        problem = onefactor(n=100, seed=100 + seed)
+        est = MinimaxTilting(randomisations=20).estimate(problem, 4000,
+                                                         np.random.default_rng(seed))
+        err = abs(est.log_marginal_likelihood - problem.truth.log_marginal_likelihood)
+        assert err <= 3 * est.log_marginal_likelihood_se, (seed, err,
+                                                           est.log_marginal_likelihood_se)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["onefactor", "linear1d-p3"])
+def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which):
+    problem = (onefactor(n=500, seed=21) if which == "onefactor"
+               else make_problem("linear1d-p3"))
+    truth = problem.truth
+    budget, seeds = 2000, range(4)
+
+    def errors(method):
+        lz, mae = [], []
+        for s in seeds:
+            e = method.estimate(problem, budget, np.random.default_rng(s))
+            lz.append(e.log_marginal_likelihood - truth.log_marginal_likelihood)
+            if problem.n_test:
+                mae.append(np.mean(np.abs(e.test_probabilities - truth.test_probabilities)))
+        return np.sqrt(np.mean(np.square(lz))), (np.mean(mae) if mae else 0.0)
+
+    tilt_lz, tilt_mae = errors(MinimaxTilting())
+    rb_lz, rb_mae = errors(RejectionBootstrap(count="soft"))
+    assert tilt_lz <= rb_lz
+    assert tilt_mae <= rb_mae + 1e-4

@@ -1,0 +1,96 @@
+"""SIR (SOV proposal + resampling): exact cases, unbiasedness, resampling, oracles (issue 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.datasets.linear1d import linear1d
+from harness.datasets.onefactor import onefactor
+from harness.errors import InputError
+from harness.methods.rejection_bootstrap import RejectionBootstrap
+from harness.methods.sir import Sir, resample_indices
+from harness.methods.sov import Sov
+from harness.spec import make_problem
+
+
+def _arcsine3(problem):
+    R = problem.R
+    return 0.125 + (np.arcsin(R[0, 1]) + np.arcsin(R[0, 2]) + np.arcsin(R[1, 2])) / (4 * np.pi)
+
+
+def test_identity_covariance_is_exact():
+    problem = linear1d(n_train=60, n_test=5, scale=1e-30)
+    est = Sir().estimate(problem, 300, np.random.default_rng(0))
+    assert est.log_marginal_likelihood == pytest.approx(-60 * np.log(2), abs=1e-12)
+    np.testing.assert_allclose(est.test_probabilities, 0.5, atol=1e-15)
+
+
+def test_threshold_zero_is_sov_with_random_points():
+    problem = linear1d(n_train=40, n_test=6, seed=2)
+    a = Sir(ess_threshold=0.0).estimate(problem, 500, np.random.default_rng(3))
+    b = Sov(points="random").estimate(problem, 500, np.random.default_rng(3))
+    assert a.log_marginal_likelihood == pytest.approx(b.log_marginal_likelihood, abs=1e-12)
+    np.testing.assert_allclose(a.test_probabilities, b.test_probabilities, atol=1e-12)
+
+
+@pytest.mark.parametrize("how", ["systematic", "multinomial"])
+def test_z_hat_is_unbiased_with_resampling_at_every_step(how):
+    """E[Ẑ] = Z even with 4 particles resampled whenever the ESS is not full."""
+    problem = onefactor(n=3, seed=5, dmin=-0.9, dmax=0.9)
+    rng = np.random.default_rng(0)
+    method = Sir(ess_threshold=1.0, resampling=how, randomisations=1)
+    z = np.exp([method.estimate(problem, 4, rng).log_marginal_likelihood for _ in range(1500)])
+    assert abs(z.mean() - _arcsine3(problem)) <= 4 * z.std(ddof=1) / np.sqrt(len(z))
+
+
+def test_resampling_happens_and_keeps_weights_finite():
+    problem = make_problem("linear1d-p3")
+    est = Sir().estimate(problem, 2000, np.random.default_rng(1))
+    assert est.status == "ok"
+    assert est.diagnostics["ess_fraction"] > 0.3   # weights reset at each resampling
+    assert abs(est.log_marginal_likelihood - problem.truth.log_marginal_likelihood) \
+        <= 5 * est.log_marginal_likelihood_se + 0.02
+
+
+@pytest.mark.parametrize("how", ["systematic", "multinomial"])
+def test_resample_indices_follow_the_weights(how):
+    rng = np.random.default_rng(0)
+    p = np.array([0.5, 0.25, 0.125, 0.125])
+    counts = np.zeros(4)
+    for _ in range(2000):
+        counts += np.bincount(resample_indices(np.log(p), how, rng), minlength=4)
+    np.testing.assert_allclose(counts / counts.sum(), p, atol=0.02)
+    if how == "systematic":   # every count is floor or ceil of m p
+        c = np.bincount(resample_indices(np.log(p), how, rng), minlength=4)
+        assert np.all(np.abs(c - 4 * p) < 1)
+
+
+@pytest.mark.parametrize("bad", [{"ess_threshold": 1.5}, {"ess_threshold": -0.1},
+                                 {"resampling": "stratified-ish"}, {"randomisations": 0}])
+def test_bad_settings_are_refused(bad):
+    with pytest.raises(InputError, match=next(iter(bad))):
+        Sir(**bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["onefactor", "linear1d-p3"])
+def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which):
+    problem = (onefactor(n=500, seed=21) if which == "onefactor"
+               else make_problem("linear1d-p3"))
+    truth = problem.truth
+    budget, seeds = 2000, range(4)
+
+    def errors(method):
+        lz, mae = [], []
+        for s in seeds:
+            e = method.estimate(problem, budget, np.random.default_rng(s))
+            lz.append(e.log_marginal_likelihood - truth.log_marginal_likelihood)
+            if problem.n_test:
+                mae.append(np.mean(np.abs(e.test_probabilities - truth.test_probabilities)))
+        return np.sqrt(np.mean(np.square(lz))), (np.mean(mae) if mae else 0.0)
+
+    sir_lz, sir_mae = errors(Sir())
+    rb_lz, rb_mae = errors(RejectionBootstrap(count="soft"))
+    assert sir_lz <= rb_lz
+    assert sir_mae <= rb_mae + 1e-4
