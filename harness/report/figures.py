@@ -151,8 +151,9 @@ def _panels(data: ReportData, problem: str) -> list[str]:
 
 def _budget_label(cells: pd.DataFrame) -> str:
     units = sorted(set(cells["budget_unit"]))
-    return (f"budget ({units[0]}, log scale)" if len(units) == 1
-            else f"budget (each method's unit: {', '.join(units)}; log scale)")
+    if len(units) == 1:
+        return f"budget ({units[0]}, log scale)"
+    return "budget (each method's own unit; log scale)"
 
 
 def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:

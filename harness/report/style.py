@@ -21,6 +21,24 @@ _EXTRA = ["#56b4e9"] + [c for c in (mcolors.to_hex(c) for c in matplotlib.colorm
                         if c not in _BASE and c not in ("#7f7f7f", "#c7c7c7")]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 
+# Fixed, well separated colours for the built-in methods (tab10 and darker tab20b/c shades
+# for the approximations, which are also drawn dashed); other labels get hashed ones.
+KNOWN = {
+    "rejection-bootstrap": "#d62728",
+    "rejection-bootstrap[count=hard]": "#ff7f0e",
+    "sov": "#1f77b4",
+    "sov-tlr": "#17becf",
+    "scipy-genz": "#8c564b",
+    "sir": "#2ca02c",
+    "minimax-tilting": "#9467bd",
+    "ess": "#e377c2",
+    "hmc": "#bcbd22",
+    "emcee": "#000000",
+    "ep": "#393b79",
+    "laplace": "#637939",
+    "vb-meanfield": "#843c39",
+}
+
 RC = {
     "figure.dpi": 100,
     "savefig.dpi": 110,
@@ -61,15 +79,18 @@ def _assign(labels: list[str], tiers: list[list[str]]) -> dict[str, str]:
 class Palette:
     """Colour, marker and line style per method label, fixed for the whole report.
 
-    Each label has a preferred colour keyed by a hash of the label, so a method keeps its
-    colour from one report to the next; labels are placed in sorted order and a label whose
-    colour is taken moves to the next free one, so no two methods share a colour. Every figure
+    The built-in methods have fixed colours (KNOWN); any other label has a preferred colour
+    keyed by a hash of the label, so a method keeps its colour from one report to the next;
+    labels are placed in sorted order and a label whose colour is taken moves to the next free
+    one, so no two methods share a colour. Every figure
     and the HTML swatches use this one mapping; approximate methods are drawn dashed.
     """
 
     def __init__(self, labels, approximate=()):
         self.labels = sorted(set(labels))
-        self._colour = _assign(self.labels, [_BASE, _EXTRA])
+        known = {m: KNOWN[m] for m in self.labels if m in KNOWN}
+        free = [[c for c in tier if c not in known.values()] for tier in (_BASE, _EXTRA)]
+        self._colour = {**_assign([m for m in self.labels if m not in known], free), **known}
         self._marker = _assign([m + "/marker" for m in self.labels], [MARKERS])
         self._marker = {m: self._marker[m + "/marker"] for m in self.labels}
         self.approximate = set(approximate)
