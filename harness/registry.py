@@ -25,6 +25,11 @@ PROBLEM_GROUP = "gpc_harness.problems"
 # metadata is not installed; installed entry points add to (and may not replace) these.
 _BUILTIN_METHODS = {
     "rejection-bootstrap": "harness.methods.rejection_bootstrap:RejectionBootstrap",
+    "ess": "harness.methods.ess:EllipticalSlice",
+    "hmc": "harness.methods.hmc:HamiltonianMC",
+    "emcee": "harness.methods.emcee_baseline:EmceeEnsemble",
+    "ep": "harness.methods.ep:ExpectationPropagation",
+    "laplace": "harness.methods.laplace:LaplaceApproximation",
     "sov": "harness.methods.sov:Sov",
     "sov-tlr": "harness.methods.sov_tlr:SovTlr",
     "scipy-genz": "harness.methods.scipy_genz:ScipyGenz",

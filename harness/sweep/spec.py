@@ -314,6 +314,24 @@ def expand_problems(w: _Where, value: Any) -> list[tuple[str, str]]:
     return out
 
 
+def check_jobs(w: _Where, problems, methods) -> None:
+    """Refuse settings that cannot run some budget on some problem (Method.check_job), now."""
+    from harness.registry import get_method
+
+    for m in methods:
+        cls = get_method(m.name)
+        method = cls(**m.settings)
+        for p in problems:
+            if p.summary.get("kernel") is None and not cls.handles_orthant:
+                continue  # not planned (harness.sweep.plan.incompatible)
+            for budget in m.budgets:
+                try:
+                    method.check_job(budget, p.n_train)
+                except InputError as exc:
+                    raise w.rewrap(f"methods.{m.name} (budget {budget}, problem {p.name})",
+                                   exc) from None
+
+
 def build_problems(w: _Where, specs: list[tuple[str, str]]) -> tuple[ProblemEntry, ...]:
     """Build every problem once (catching bad values now, not in a worker)."""
     from harness.spec import make_problem
@@ -465,6 +483,8 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
         problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
     sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
                   methods, store, report, raw)
+    if build:
+        check_jobs(w, problems, methods)
     if sweep.n_jobs > MAX_JOBS:
         raise w.error("", f"expands to {sweep.n_jobs} jobs (more than {MAX_JOBS})",
                       "use fewer problems, settings, budgets or replicates")

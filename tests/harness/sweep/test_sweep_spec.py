@@ -191,3 +191,14 @@ def test_missing_file_and_bad_cli_options(tmp_path, capsys):
     assert main(["sweep", str(f), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1",
                  "--store", str(tmp_path / "s.sqlite"), "--no-report"]) == 2
     assert "--workers: applies only to the local cluster" in capsys.readouterr().err
+
+
+def test_settings_that_cannot_run_a_budget_are_refused_before_any_job(tmp_path):
+    """Method.check_job runs at load time for every budget and problem (here: emcee walkers)."""
+    with pytest.raises(InputError, match=r"methods\.emcee.*walkers"):
+        sweep_of("""
+            problems = ["linear1d:n_train=40,n_test=5"]
+            [methods.emcee]
+            walkers = 10
+            budgets = [10]
+        """)

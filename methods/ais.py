@@ -1,0 +1,249 @@
+"""Annealed importance sampling and the posterior chain, shared by `ess` and `hmc` (MATH.md §9).
+
+Both samplers run, as the GPML toolbox's `infMCMC` (v4.2) does, one posterior chain and
+`ais_runs` independent AIS runs, with the same transition kernel (elliptical slice or HMC)
+on the tempered targets
+
+    p_τ(f) ∝ N(f; 0, K_j) exp(τ ℓ(f)),     ℓ(f) = Σ_i log Φ(y_i f_i),   K_j = K + jitter.
+
+The budget is the number of kept posterior samples S (GPML's Nsample):
+
+  * posterior chain: starts at f = 0, `burn_in` blocks of `skip` transitions at τ = 1, then S
+    blocks of `skip` transitions, keeping the state at the end of each block;
+  * AIS: T temperatures τ_t = (t / (T − 1))⁴, t = 0..T−1 (GPML: linspace(0, 1, Nsample)^4,
+    the fourth power after Kuss & Rasmussen 2005), T = `temperatures`, or S when that is 0.
+    Each run starts from an exact prior draw f_0 ~ N(0, K_j) (= the level τ_0 = 0), and for
+    t = 1..T−1 adds (τ_t − τ_{t−1}) ℓ(f_{t−1}) to its log-weight, then applies `skip`
+    transitions that leave p_{τ_t} invariant to get f_t (the last level needs none). Each
+    run's weight w_r is an unbiased estimate of Z (Neal 1998); the runs are averaged in
+    probability space, log Ẑ = logsumexp(log w) − log R, with the delta-method standard error
+    sd(w) / (sqrt(R) mean(w)) (None for one run). log Ẑ is biased low by about Var(w)/(2R w̄²).
+
+Settings shared by both samplers: skip (GPML Nskip), burn_in (GPML Nburnin, in blocks of skip
+transitions; refused if larger than the budget), ais_runs (GPML Nais), temperatures (0 = the
+budget, else at least 2), jitter (s² / mean(diag K), GPML 1e-6), gpml_compat.
+
+So a job costs about (S + burn_in + R (T − 2)) · skip transitions; the AIS runs and the
+posterior chain advance together as one batch (vectorised across chains inside the compiled
+kernels, one GEMM per block for the prior draws or momenta). The defaults are GPML's:
+skip = 40, burn_in = 10, ais_runs = 3, S = T = the budget (200 in the paper's runs).
+
+`gpml_compat = true` reproduces infMCMC exactly as the paper ran it, including two known
+errors that the default corrects:
+  1. the AIS increment for temperature t uses the state at the END of level t (sampled at τ_t)
+     instead of the state before it (sampled at τ_{t−1}); as in GPML every AIS run then starts
+     at f = 0 and spends `burn_in` blocks at τ = 0 and a full block at every temperature.
+     This overestimates log Z (by about 0.1–0.8 nats at N = 100–400);
+  2. the predictive variance adds the spread of the sample means, counting it twice:
+     J* = mean_s Φ(μ_s / sqrt(1 + σ*² + Var_s μ_s)) instead of mean_s Φ(μ_s / sqrt(1 + σ*²)).
+The kernels reproduce GPML's other choices under gpml_compat (see ess.py and hmc.py).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from harness.deadline import check_deadline
+from harness.errors import InputError
+from harness.estimate import Estimate
+from harness.latent import (
+    LatentPrior,
+    SingularPrior,
+    latent_prior,
+    log_ndtr_array,
+    needs_gpc,
+    predict_from_means,
+)
+from harness.method import Method
+from harness.problem import Problem
+
+
+def temperature_schedule(n_temperatures: int) -> np.ndarray:
+    """τ_t = (t / (T − 1))⁴, t = 0..T−1 (GPML: linspace(0, 1, T).^4)."""
+    return np.linspace(0.0, 1.0, n_temperatures) ** 4
+
+
+def combine_ais(log_w: np.ndarray) -> tuple[float, float | None]:
+    """log of the mean of the AIS weights and its delta-method standard error."""
+    R = len(log_w)
+    log_z = float(logsumexp(log_w) - math.log(R))
+    if R < 2:
+        return log_z, None
+    w = np.exp(log_w - np.max(log_w))
+    return log_z, float(np.std(w, ddof=1) / (math.sqrt(R) * np.mean(w)))
+
+
+class Kernel(ABC):
+    """A batch of chains on the tempered targets p_τ, advanced by one transition kernel.
+
+    G (chains × N) holds the signed latents g = y ⊙ f of every chain and LL their ℓ(f).
+    `level` applies `steps` transitions to the chains `chains`, chain chains[a] at
+    temperature taus[a]; `adapt` is true during the posterior chain's burn-in.
+    """
+
+    def __init__(self, prior: LatentPrior, n_chains: int, gpml_compat: bool):
+        self.prior = prior
+        self.gpml_compat = gpml_compat
+        self.G = np.zeros((n_chains, prior.n))
+        self.LL = np.full(n_chains, prior.n * math.log(0.5))   # ℓ(0) = N log 1/2
+
+    def set_state(self, chains: np.ndarray, G: np.ndarray) -> None:
+        """Put the chains at the signed latents G (rows)."""
+        self.G[chains] = G
+        self.LL[chains] = log_ndtr_array(np.ascontiguousarray(G)).sum(axis=1)
+
+    @abstractmethod
+    def level(self, chains: np.ndarray, taus: np.ndarray, steps: int,
+              rng: np.random.Generator, adapt: bool = False) -> None: ...
+
+    def end_adaptation(self) -> None:
+        """Called once after the posterior chain's burn-in (default mode only)."""
+
+    def kept(self, chain: int) -> np.ndarray:
+        """The state of a chain as stored for predictions (signed latents by default)."""
+        return self.G[chain].copy()
+
+    def predictive_means(self, samples: np.ndarray) -> np.ndarray:
+        """μ*(f_s) = k*ᵀ K_j⁻¹ f_s for the stored samples (S × n_test)."""
+        return samples @ self.prior.A
+
+    def diagnostics(self, n_post: int) -> dict[str, Any]:
+        return {}
+
+
+class AnnealedSampler(Method):
+    """Base of the MCMC methods: a posterior chain for predictions, AIS for log Z."""
+
+    exact = True
+    budget_unit = "samples"
+    handles_orthant = False
+    test_budget = 60
+    smoke_budget = 20     # 500 samples would be 80 000 transitions per chain
+
+    def _check_common(self) -> None:
+        def bad(setting, problem):
+            raise InputError(f"method {self.name}: setting {setting!r}", problem)
+
+        for setting in ("skip", "ais_runs"):
+            value = getattr(self, setting)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                bad(setting, f"must be a positive integer, got {value!r}")
+        if isinstance(self.burn_in, bool) or not isinstance(self.burn_in, int | np.integer) \
+                or self.burn_in < 0:
+            bad("burn_in", f"must be a non-negative integer (blocks of 'skip' transitions), "
+                           f"got {self.burn_in!r}")
+        t = self.temperatures
+        if isinstance(t, bool) or not isinstance(t, int | np.integer) or t < 0 or t == 1:
+            bad("temperatures", f"the number of AIS temperatures must be at least 2 "
+                                f"(0 = the budget, as GPML), got {t!r}")
+        if not (isinstance(self.jitter, int | float) and np.isfinite(self.jitter)
+                and self.jitter >= 0):
+            bad("jitter", f"must be a non-negative number (relative to mean(diag K)), "
+                          f"got {self.jitter!r}")
+        if not isinstance(self.gpml_compat, bool):
+            bad("gpml_compat", f"must be true or false, got {self.gpml_compat!r}")
+
+    def check_job(self, budget: int, n_train: int) -> None:
+        if self.burn_in > budget:
+            raise InputError(
+                f"method {self.label()}: setting 'burn_in'",
+                f"{self.burn_in} burn-in blocks is larger than the budget of {budget} samples",
+                "lower burn_in or raise the budget")
+
+    def n_temperatures(self, budget: int) -> int:
+        return self.temperatures or max(budget, 2)
+
+    @abstractmethod
+    def make_kernel(self, problem: Problem, prior: LatentPrior, n_chains: int) -> Kernel: ...
+
+    # ---- the run ------------------------------------------------------------------------
+    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+        failed = needs_gpc(problem, self.name)
+        if failed:
+            return failed
+        try:
+            prior = latent_prior(problem, self.jitter)
+        except SingularPrior as exc:
+            return Estimate.failed(str(exc))
+        T = self.n_temperatures(budget)
+        R = self.ais_runs
+        kernel = self.make_kernel(problem, prior, 1 + R)
+        run = self._run_gpml if self.gpml_compat else self._run
+        samples, log_w, extra = run(kernel, temperature_schedule(T), budget, rng)
+        log_z, se = combine_ais(log_w)
+        mu = kernel.predictive_means(samples)
+        probs = predict_from_means(mu, prior.sigma2, gpml_compat=self.gpml_compat)
+        w = np.exp(log_w - log_w.max())
+        return Estimate(
+            log_z, probs, log_marginal_likelihood_se=se,
+            diagnostics={
+                "variant": "gpml_compat" if self.gpml_compat else "corrected",
+                "temperatures": T,
+                "ais_log_weights": [float(v) for v in log_w],
+                "ais_weight_ess": float(w.sum() ** 2 / (w ** 2).sum()),
+                "jitter_variance": prior.jitter_variance,
+                **extra,
+                **kernel.diagnostics(budget),
+            },
+        )
+
+    def _run(self, kernel: Kernel, tau: np.ndarray, budget: int, rng):
+        """Corrected AIS (weights from the state before each temperature's transitions)."""
+        R, T, n, skip = self.ais_runs, len(tau), kernel.prior.n, self.skip
+        post = np.array([0])
+        ais = np.arange(1, R + 1)
+        kernel.set_state(ais, kernel.prior.signed_draws(rng.standard_normal((R, n))))
+        one = np.ones(1)
+        for _ in range(self.burn_in):
+            check_deadline()
+            kernel.level(post, one, skip, rng, adapt=True)
+        kernel.end_adaptation()
+        samples = np.empty((budget, kernel.kept(0).shape[0]))
+        log_w = np.zeros(R)
+        tau_prev = 0.0
+        for k in range(max(budget, T - 1)):
+            check_deadline()
+            chains, taus = ([0], [1.0]) if k < budget else ([], [])
+            t = k + 1                                  # the AIS temperature of this level
+            if t < T:
+                log_w += (tau[t] - tau_prev) * kernel.LL[ais]
+                tau_prev = tau[t]
+                if t < T - 1:                          # the last temperature needs no moves
+                    chains += list(ais)
+                    taus += [tau[t]] * R
+            if chains:
+                kernel.level(np.array(chains), np.array(taus), skip, rng)
+            if k < budget:
+                samples[k] = kernel.kept(0)
+        transitions = {"posterior_transitions": (self.burn_in + budget) * skip,
+                       "ais_transitions_per_run": max(T - 2, 0) * skip}
+        return samples, log_w, transitions
+
+    def _run_gpml(self, kernel: Kernel, tau: np.ndarray, budget: int, rng):
+        """GPML infMCMC: every chain from f = 0, burn_in blocks at τ = 0 (AIS) or 1, and the
+        AIS increment for temperature t taken at the state after level t (its error 1)."""
+        R, T, skip, nb = self.ais_runs, len(tau), self.skip, self.burn_in
+        ais = np.arange(1, R + 1)
+        ais_tau = np.concatenate([np.zeros(nb), tau])
+        samples = np.empty((budget, kernel.kept(0).shape[0]))
+        log_w = np.zeros(R)
+        for k in range(nb + max(budget, T)):
+            check_deadline()
+            chains, taus = ([0], [1.0]) if k < nb + budget else ([], [])
+            if k < nb + T:
+                chains += list(ais)
+                taus += [ais_tau[k]] * R
+            kernel.level(np.array(chains), np.array(taus), skip, rng)
+            if nb <= k < nb + budget:
+                samples[k - nb] = kernel.kept(0)
+            if nb + 1 <= k < nb + T:
+                t = k - nb
+                log_w += (tau[t] - tau[t - 1]) * kernel.LL[ais]
+        transitions = {"posterior_transitions": (nb + budget) * skip,
+                       "ais_transitions_per_run": (nb + T) * skip}
+        return samples, log_w, transitions
