@@ -2,7 +2,7 @@
 
 Latent-space methods (ess, hmc, emcee, ep, laplace) work with f ~ N(0, K) and the probit
 likelihood ℓ(f) = Σ_i log Φ(y_i f_i); they need classification data and a kernel, so pure
-orthant problems are refused (`needs_gpc`).
+orthant problems are refused by Method.estimate (handles_orthant = False).
 
 The samplers keep their chains in *signed* coordinates g = y ⊙ f (C = diag(y)), so that
 ℓ = Σ_i log Φ(g_i) needs no multiplication; the prior of g is N(0, C K C).
@@ -42,7 +42,6 @@ import scipy.linalg
 from numba import njit
 from scipy.special import ndtr
 
-from harness.estimate import Estimate
 from harness.problem import Problem
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -84,17 +83,6 @@ def log_ndtr_array(x):
     for i in range(x.size):
         out.flat[i] = log_ndtr(x.flat[i])
     return out
-
-
-# ---- problem checks ---------------------------------------------------------------------
-def needs_gpc(problem: Problem, method: str) -> Estimate | None:
-    """A failed Estimate for a pure orthant problem (no latent function), else None."""
-    if problem.is_orthant:
-        return Estimate.failed(
-            f"{method} needs a GPC problem (training data and a kernel): a pure orthant "
-            "problem has no latent function to sample",
-        )
-    return None
 
 
 class SingularPrior(Exception):

@@ -86,6 +86,10 @@ class Method(ABC):
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy.random.Generator")
         self.check_job(int(budget), problem.n_train)
+        if problem.is_orthant and not self.handles_orthant:
+            return Estimate.failed(
+                f"{self.name} needs a GPC problem (training data and a kernel): a pure orthant "
+                "problem has no latent function to sample")
         result = self._estimate(problem, int(budget), rng)
         result.check(problem.n_test)
         return result

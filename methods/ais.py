@@ -56,7 +56,6 @@ from harness.latent import (
     SingularPrior,
     latent_prior,
     log_ndtr_array,
-    needs_gpc,
     predict_from_means,
 )
 from harness.method import Method
@@ -163,9 +162,6 @@ class AnnealedSampler(Method):
 
     # ---- the run ------------------------------------------------------------------------
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        failed = needs_gpc(problem, self.name)
-        if failed:
-            return failed
         try:
             prior = latent_prior(problem, self.jitter)
         except SingularPrior as exc:

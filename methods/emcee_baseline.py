@@ -31,7 +31,7 @@ from scipy.special import log_ndtr, ndtr
 from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
-from harness.latent import SingularPrior, latent_prior, needs_gpc
+from harness.latent import SingularPrior, latent_prior
 from harness.method import Method
 from harness.problem import Problem
 
@@ -81,9 +81,6 @@ class EmceeEnsemble(Method):
                 "the dimension", f"use walkers >= {2 * n_train}, or 0 for 2N + 2")
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        failed = needs_gpc(problem, self.name)
-        if failed:
-            return failed
         try:
             prior = latent_prior(problem, self.jitter)
         except SingularPrior as exc:

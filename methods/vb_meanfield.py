@@ -30,7 +30,6 @@ from scipy.special import log_ndtr, ndtr
 from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
-from harness.latent import needs_gpc
 from harness.method import Method
 from harness.problem import Problem
 from harness.reorder import cached
@@ -125,9 +124,6 @@ class VbMeanfield(Method):
         return {"m": m, "sigma": sigma, "elbo": elbo, "sweeps": sweeps, "converged": converged}
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        refused = needs_gpc(problem, self.name)
-        if refused is not None:
-            return refused
         fit = self.fit(problem)
         test = self._predict(problem, fit, budget, rng)
         elbo = min(fit["elbo"], 0.0)   # a bound on a log-probability (rounding guard only)
