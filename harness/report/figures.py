@@ -156,8 +156,10 @@ def _budget_label(cells: pd.DataFrame) -> str:
     return "budget (each method's own unit; log scale)"
 
 
-def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
-    """CPU time against the error of the test probabilities and of log Z (paper Figs 1–2)."""
+def _error_panels(data: ReportData, problem: str, palette: Palette, xcol: str, xerr: bool,
+                  xlabel, against: str):
+    """One panel per error metric of the problem, error (log) against `xcol` (log), one
+    curve per method; returns (figure, metric columns) or None when there is no metric."""
     cols = _panels(data, problem)
     cells = data.cells[data.cells["problem"] == problem]
     if not cols:
@@ -166,17 +168,27 @@ def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec |
     methods, extra = set(), []
     for ax, col in zip(axes, cols, strict=True):
         sub = cells[cells[f"{col}_n"] > 0]
-        methods.update(_draw_curves(ax, sub, palette, "cpu_seconds", col, xerr=True))
+        methods.update(_draw_curves(ax, sub, palette, xcol, col, xerr=xerr))
         _log_axis(ax, "x")
         _log_axis(ax, "y")
         band = _floor(ax, data, problem, col)
         if band is not None:
             extra = [band]
             _clip_floor_band(ax, sub, col)
-        ax.set_xlabel("CPU seconds per run (log scale)")
+        ax.set_xlabel(xlabel(sub if len(sub) else cells))
         ax.set_ylabel(METRICS[col].label)
-        ax.set_title(f"{METRICS[col].name} against CPU time")
+        ax.set_title(f"{METRICS[col].name} against {against}")
     _legend(fig, palette, sorted(methods), extra)
+    return fig, cols
+
+
+def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
+    """CPU time against the error of the test probabilities and of log Z (paper Figs 1–2)."""
+    drawn = _error_panels(data, problem, palette, "cpu_seconds", True,
+                          lambda _: "CPU seconds per run (log scale)", "CPU time")
+    if drawn is None:
+        return None
+    fig, cols = drawn
     return FigureSpec(
         key=f"time-error-{_slug(problem)}", section=problem,
         title="Error against CPU time",
@@ -186,25 +198,11 @@ def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec |
 
 
 def error_budget(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
-    cols = _panels(data, problem)
-    cells = data.cells[data.cells["problem"] == problem]
-    if not cols:
+    """Budget against the error of the test probabilities and of log Z."""
+    drawn = _error_panels(data, problem, palette, "budget", False, _budget_label, "budget")
+    if drawn is None:
         return None
-    fig, axes = _new(len(cols))
-    methods, extra = set(), []
-    for ax, col in zip(axes, cols, strict=True):
-        sub = cells[cells[f"{col}_n"] > 0]
-        methods.update(_draw_curves(ax, sub, palette, "budget", col, xerr=False))
-        _log_axis(ax, "x")
-        _log_axis(ax, "y")
-        band = _floor(ax, data, problem, col)
-        if band is not None:
-            extra = [band]
-            _clip_floor_band(ax, sub, col)
-        ax.set_xlabel(_budget_label(sub if len(sub) else cells))
-        ax.set_ylabel(METRICS[col].label)
-        ax.set_title(f"{METRICS[col].name} against budget")
-    _legend(fig, palette, sorted(methods), extra)
+    fig, cols = drawn
     return FigureSpec(
         key=f"error-budget-{_slug(problem)}", section=problem, title="Error against budget",
         caption="Mean over replicates ± 1 SE. A Monte Carlo method's error falls like "
