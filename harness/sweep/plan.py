@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.registry import get_method
 from harness.seeding import key_digest
-from harness.sweep.spec import MethodInstance, ProblemEntry, Sweep
+from harness.sweep.spec import Sweep, incompatible
 
 
 def job_key(problem: str, method: str, settings: dict[str, Any], budget: int, replicate: int,
@@ -48,14 +47,6 @@ class Job:
                 "problem": self.problem, "method": self.method, "settings": self.settings,
                 "budget": self.budget, "replicate": self.replicate, "seed": self.seed,
                 "time_limit": self.time_limit}
-
-
-def incompatible(problem: ProblemEntry, method: MethodInstance) -> str | None:
-    """Why this method cannot run on this problem at all (then no job is planned), or None."""
-    is_orthant = problem.summary.get("kernel") is None and "kernel" in problem.summary
-    if is_orthant and not get_method(method.name).handles_orthant:
-        return f"{method.label} needs data and a kernel; {problem.name} is a pure orthant problem"
-    return None
 
 
 def skipped_pairs(sweep: Sweep) -> list[str]:

@@ -314,16 +314,25 @@ def expand_problems(w: _Where, value: Any) -> list[tuple[str, str]]:
     return out
 
 
+def incompatible(problem: ProblemEntry, method: MethodInstance) -> str | None:
+    """Why this method cannot run on this problem at all (then no job is planned), or None."""
+    from harness.registry import get_method
+
+    is_orthant = problem.summary.get("kernel") is None and "kernel" in problem.summary
+    if is_orthant and not get_method(method.name).handles_orthant:
+        return f"{method.label} needs data and a kernel; {problem.name} is a pure orthant problem"
+    return None
+
+
 def check_jobs(w: _Where, problems, methods) -> None:
     """Refuse settings that cannot run some budget on some problem (Method.check_job), now."""
     from harness.registry import get_method
 
     for m in methods:
-        cls = get_method(m.name)
-        method = cls(**m.settings)
+        method = get_method(m.name)(**m.settings)
         for p in problems:
-            if p.summary.get("kernel") is None and not cls.handles_orthant:
-                continue  # not planned (harness.sweep.plan.incompatible)
+            if incompatible(p, m):
+                continue  # not planned
             for budget in m.budgets:
                 try:
                     method.check_job(budget, p.n_train)
