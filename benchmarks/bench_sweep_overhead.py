@@ -3,7 +3,7 @@
 1. Per-job overhead: a sweep of trivial jobs (a 2-variable orthant problem, budget 1), run on
    a local cluster of W workers. Overhead per job = (W × execution time − Σ method CPU time)
    / jobs: the worker-seconds each job costs beyond the method's own thread CPU time
-   (scheduling, transfer, problem lookup, tracemalloc, the store's transaction, ...).
+   (scheduling, transfer, problem lookup, the memory measurement, the store's transaction, ...).
    Cluster start-up and shutdown are reported separately.
 2. With --quick: the speed-up of sweeps/quick.toml with 2 workers over 1 (execution time,
    from the first submission to the last stored result, and the whole command).
