@@ -134,6 +134,7 @@ def format_record(r: dict) -> str:
 
 # ---- entry point --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    import harness.gpr_cli  # noqa: F401 - registers `gpr`
     import harness.report.cli  # noqa: F401 - registers `report`
     import harness.sweep.cli  # noqa: F401 - registers `sweep` and `export`
 

@@ -32,6 +32,8 @@ class Method(ABC):
     #                                         None: cannot converge there in a test's time
     smoke_budget: ClassVar[int] = 500       # budget of the quick generic checks (N = 30)
     handles_orthant: ClassVar[bool] = True  # False: needs data and a kernel (latent-space methods)
+    unbiased_z: ClassVar[bool] = False      # True: Ẑ (not log Ẑ) is unbiased for Z with every
+    #                                         setting (pseudo-marginal MCMC needs it, MATH.md §12)
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -93,6 +95,10 @@ class Method(ABC):
         result = self._estimate(problem, int(budget), rng)
         result.check(problem.n_test)
         return result
+
+    def z_unbiased(self) -> bool:
+        """Whether this instance's Ẑ is unbiased for Z (override when settings decide it)."""
+        return self.unbiased_z
 
     def check_job(self, budget: int, n_train: int) -> None:
         """Raise InputError if these settings cannot run this budget on n_train points.

@@ -42,6 +42,7 @@ _BUILTIN_PROBLEMS = {
     "linear1d": "harness.datasets.linear1d:FAMILY",
     "linear-lowrank": "harness.datasets.linear_lowrank:FAMILY",
     "gauss2class": "harness.datasets.gauss2class:FAMILY",
+    "realdata": "harness.datasets.realdata:FAMILY",
 }
 
 

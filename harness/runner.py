@@ -3,14 +3,14 @@
 The record holds only plain data (numbers, strings, lists), so it can be printed as JSON,
 sent back from a Dask worker, and stored without pickles. Timing follows DESIGN.md: BLAS is
 limited to one thread, and the method call is timed by thread CPU time, wall time and the
-peak memory it allocated through numpy/Python (tracemalloc).
+peak extra memory it touched (harness.memory: the kernel's resident high-water mark, at no
+cost to the call; tracemalloc where that is unavailable).
 """
 
 from __future__ import annotations
 
 import math
 import time
-import tracemalloc
 from functools import cache
 from typing import Any
 
@@ -21,6 +21,7 @@ from harness import metrics
 from harness.deadline import TimeLimitExceeded
 from harness.errors import InputError
 from harness.estimate import Estimate
+from harness.memory import peak_memory
 from harness.method import Method
 from harness.problem import Problem
 
@@ -41,21 +42,18 @@ def _plain(value):
 
 def run_method(
     problem: Problem, method: Method, budget: int, rng: np.random.Generator,
-    *, blas_threads: int = 1,
+    *, blas_threads: int = 1, trace_memory: bool = True,
 ) -> dict[str, Any]:
     """Estimate with timing; a bug in a method becomes status 'error' with the reason.
 
     Inside harness.deadline.cpu_time_limit(...), a method that passes the limit stops at its
     next check_deadline() and the run gets status 'timeout' with the reason. One-time work
     (method.prepare: JIT compilation, per-problem factorisations) is kept out of the timing.
+    trace_memory=False skips the peak-memory measurement (peak_memory_mb None).
     """
     method.prepare(problem)
-    tracing = tracemalloc.is_tracing()
-    if not tracing:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    with _blas().limit(limits=blas_threads, user_api="blas"):
+    with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
+                                                             user_api="blas"):
         cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
         try:
             estimate = method.estimate(problem, budget, rng)
@@ -68,9 +66,6 @@ def run_method(
                                 reason=f"{type(exc).__name__}: {exc}")
         cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
                            time.perf_counter() - wall0)
-    peak = tracemalloc.get_traced_memory()[1] - base
-    if not tracing:
-        tracemalloc.stop()
     return {
         "status": estimate.status,
         "reason": estimate.reason,
@@ -81,7 +76,8 @@ def run_method(
         "cpu_seconds": cpu,
         "process_cpu_seconds": proc,
         "wall_seconds": wall,
-        "peak_memory_mb": max(peak, 0) / 2**20,
+        "peak_memory_mb": memory.mb,
+        "memory_source": memory.source,
         "diagnostics": {k: _plain(v) for k, v in estimate.diagnostics.items()},
     }
 

@@ -5,10 +5,15 @@ Tables:
   jobs(job_id PRIMARY KEY, sweep, problem, method, budget, replicate, status, reason,
        log_z, cpu_seconds, abs_log_error, mape_percent, mae, finished_at, record JSON)
   problems(name PRIMARY KEY, summary JSON)     -- Problem.summary(), truth arrays included
-  metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...
+  metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...;
+                                               tune_reference:<problem name>: the exact log Z
+                                               surface, optimum and posterior of a tuning
+                                               sweep's problem (harness.sweep.references)
   job_log(seq, job_id, status, finished_at, stored_at)  -- every add_record, append-only
                                                (an audit trail: which job was stored when)
-A record is the dict of harness.runner.run_one plus the job's identity fields.
+A record is the dict of harness.runner.run_one plus the job's identity fields; a tuning job's
+record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's
+log Ẑ, cpu_seconds the CPU time of the whole tuning.
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ class MinimaxTilting(Sov):
     summary = ("minimax exponential tilting (Botev 2017): saddle-point shifted truncated-normal "
                "proposals, randomised QMC, shared-sample ratio estimator for predictions")
     exact = True
+    unbiased_z = True
     budget_unit = "qmc points"
     test_budget = 8000
 

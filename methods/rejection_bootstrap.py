@@ -109,6 +109,11 @@ class RejectionBootstrap(Method):
     def prepare(self, problem: Problem) -> None:
         warm_up()
 
+    def z_unbiased(self) -> bool:
+        """With count=hard only: its Ẑ is exactly unbiased (module doc), the soft count's is
+        not (bias O(1/M); measured E[Ẑ]/Z = 0.61 at M = 2, 0.995 ± 0.0025 at M = 8, N = 3)."""
+        return self.count == "hard"
+
     def chunk_sizes(self, budget: int, n_vars: int, n_test: int) -> list[int]:
         """Split the budget into near-equal chunks whose particle arrays fit in chunk_mb."""
         bytes_per_particle = 8 * (2 * n_vars + 3 * max(self.block_size, 128) + 2 * n_test)

@@ -91,6 +91,7 @@ class Sir(Sov):
     summary = ("sequential importance resampling: SOV's truncated-normal proposal with "
                "systematic/multinomial resampling when the weights' ESS drops; unbiased Ẑ")
     exact = True
+    unbiased_z = True
     budget_unit = "particles"
     test_budget = 8000
 

@@ -110,6 +110,7 @@ class Sov(Method):
     summary = ("Genz separation of variables, randomised QMC (Sobol'/lattice), univariate "
                "reordering, shared-sample ratio estimator for predictions")
     exact = True
+    unbiased_z = True   # the mean of the weights (log of the mean, qmc.batch_standard_error)
     budget_unit = "qmc points"
     test_budget = 8000
 

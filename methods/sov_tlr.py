@@ -235,6 +235,7 @@ class SovTlr(Sov):
     summary = ("tile-low-rank separation of variables (Cao et al. 2021): tiles ~ sqrt(N), "
                "QR-compressed off-diagonal tiles, optional block reordering; ratio estimator")
     exact = True
+    unbiased_z = False  # unbiased for the compressed factor's Z, not for Z itself
     budget_unit = "qmc points"
     test_budget = 8000
 

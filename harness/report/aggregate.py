@@ -98,6 +98,7 @@ class ReportData:
     failures: pd.DataFrame                # non-ok jobs grouped by reason
     store_path: str = ""
     palette: Any = None                   # style.Palette, set when the report is drawn
+    tune_records: list[dict] = field(default_factory=list)   # kind "tune" (report.tuning)
 
     @property
     def methods(self) -> list[str]:
@@ -126,9 +127,16 @@ def read_store(store_path: str | Path):
 
 def load(store_path: str | Path) -> ReportData:
     records, problems, metadata = read_store(store_path)
-    data = prepare(records, problems, metadata)
+    tune = [r for r in records if is_tune(r)]
+    data = prepare([r for r in records if not is_tune(r)], problems, metadata)
     data.store_path = str(store_path)
+    data.tune_records = tune
     return data
+
+
+def is_tune(record: dict) -> bool:
+    """A tuning job's record (harness.tuning), kept out of the estimate tables."""
+    return record.get("kind") == "tune"
 
 
 def _float(value) -> float:

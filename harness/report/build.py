@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import matplotlib
+
 from harness.report import figures as figs
-from harness.report import html, pdf, tables
+from harness.report import html, pdf, reproduction, tables, tuning
 from harness.report.aggregate import OK, ReportData, load
 from harness.report.style import Palette, fmt
 
@@ -62,13 +64,14 @@ def _facts(data: ReportData, problem: str) -> list[tuple[str, str]]:
 
 def _notes(data: ReportData) -> list[str]:
     notes = []
-    if not len(data.jobs):
+    if not len(data.jobs) and not data.tune_records:
         notes.append("The store holds no finished jobs yet.")
     waiting = [p for p in data.problems if not (data.jobs["problem"] == p).any()]
     if waiting and len(data.jobs):
         notes.append(f"{len(waiting)} problem(s) have no stored jobs yet: "
                      + ", ".join(waiting[:6]) + (", …" if len(waiting) > 6 else "") + ".")
-    no_truth = [p for p, s in data.problems.items() if not s.get("truth_kind")]
+    no_truth = [p for p, s in data.problems.items() if not s.get("truth_kind")
+                and (data.jobs["problem"] == p).any()]
     if no_truth:
         notes.append(f"{len(no_truth)} problem(s) without exact truth ({', '.join(no_truth[:6])}"
                      f"{', …' if len(no_truth) > 6 else ''}) are compared with the consensus "
@@ -133,10 +136,13 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         "cross_figure_specs": cross,
         "cross_figures": [html.figure_context(f, svgs[f.key]) for f in cross],
         "paper_tables": paper,
+        "reproduction": reproduction.section(data),   # paper-* sweeps only
         "failures_table": tables.failures_table(data),
         "status_table": tables.status_table(data),
         "environment": tables.environment_rows(meta),
         "sweep_files": sweep_files(meta),
+        "tuning": [], "n_tune_jobs": len(data.tune_records),   # tuning.context fills these
+        "tune_failures": tuning.failures_table(data),
     }
 
 
@@ -161,21 +167,31 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
     data = load(store_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data.palette = Palette(data.methods, [m for m in data.methods if not data.exact(m)])
-    specs = figs.all_figures(data, data.palette)
-    try:
-        svgs = {f.key: f.to_bytes("svg") for f in specs}
-        context = context_for(data, specs, svgs)
-        written: dict[str, Path] = {}
-        written["html"] = out / HTML_NAME
-        written["html"].write_text(html.render(context), encoding="utf-8")
-        if pdf_file:
-            written["pdf"] = pdf.write_pdf(out / PDF_NAME, context, specs)
-    finally:
-        figs.close(specs)
+    data.palette = Palette(sorted(set(data.methods) | tuning.methods(data)),
+                           [m for m in data.methods if not data.exact(m)]
+                           + sorted(tuning.approximate(data)))
+    # every figure stays open until both the HTML and the PDF have it: silence matplotlib's
+    # warning about more than 20 open figures (they are all closed below)
+    with matplotlib.rc_context({"figure.max_open_warning": 0}):
+        specs = figs.all_figures(data, data.palette)
+        tune_sections = tuning.sections(data, data.palette)
+        specs += [f for s in tune_sections for f in s.figures]
+        try:
+            svgs = {f.key: f.to_bytes("svg") for f in specs}
+            context = context_for(data, specs, svgs)
+            context["tuning"] = tuning.context(tune_sections, svgs)
+            written: dict[str, Path] = {}
+            written["html"] = out / HTML_NAME
+            written["html"].write_text(html.render(context), encoding="utf-8")
+            if pdf_file:
+                written["pdf"] = pdf.write_pdf(out / PDF_NAME, context, specs)
+        finally:
+            figs.close(specs)
     if csv:
         written["cells_csv"] = out / "cells.csv"
         data.cells.to_csv(written["cells_csv"], index=False)
         written["jobs_csv"] = out / "jobs.csv"
         data.jobs.drop(columns=["probabilities"]).to_csv(written["jobs_csv"], index=False)
+        if tuning.write_csv(data, out / "tuning.csv"):
+            written["tuning_csv"] = out / "tuning.csv"
     return written

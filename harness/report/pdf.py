@@ -182,6 +182,31 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)) if len(text) > width else text
 
 
+def _section(flow: Flow, s: dict, size: float) -> None:
+    """One section (a problem's, or a problem's tuning): facts, tables, then figures."""
+    flow.heading(s["name"], size=size)
+    for k, v in s["facts"]:
+        flow.text(f"{k}: {v}", size=9, gap=0.02)
+    flow.y += 0.1
+    for t in s["tables"]:
+        flow.heading(t.title, size=11)
+        flow.table(t)
+    for spec in s["figure_specs"]:
+        flow.figure(spec)
+
+
+def _sections(flow: Flow, sections: list[dict], title: str) -> None:
+    """A headed part of the report, one section after the other (each from a new page)."""
+    if not sections:
+        return
+    flow.new_page()
+    flow.heading(title, size=15)
+    for i, s in enumerate(sections):
+        if i:
+            flow.new_page()
+        _section(flow, s, 13)
+
+
 def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path:
     """Title and summary, the best-method table, per problem its facts, tables and figures,
     then the cross-problem figures and tables, failed jobs, environment and sweep file."""
@@ -194,7 +219,8 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
                   f"{context['n_jobs']} jobs: {context['n_ok']} succeeded, "
                   f"{context['n_bad']} did not"
                   + (f" ({context['bad_breakdown']}; listed under 'Failed jobs')"
-                     if context["n_bad"] else "") + ".",
+                     if context["n_bad"] else "") + "."
+                  + (f" {context['n_tune_jobs']} tuning jobs." if context["n_tune_jobs"] else ""),
                   size=10.5, weight="bold", color=BAD if context["n_bad"] else INK)
         for note in context["notes"]:
             flow.text(note, size=9)
@@ -203,22 +229,22 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
                   "compared with (a reference truth, or the consensus) is shown as 'at "
                   "reference precision' / 'at consensus precision'.", size=8.5, color=MUTED,
                   gap=0.15)
-        flow.heading("Methods")
-        flow.table(context["methods_table"])
+        if context.get("reproduction"):
+            flow.heading("Reproduction of the paper", size=15)
+            for t in context["reproduction"]:
+                flow.heading(t.title, size=11)
+                flow.table(t)
+            flow.new_page()
+        if context["methods_table"].rows:
+            flow.heading("Methods")
+            flow.table(context["methods_table"])
         if context["best_table"].rows:
             flow.heading(context["best_table"].title)
             flow.table(context["best_table"])
         for p in context["problems"]:
             flow.new_page()
-            flow.heading(p["name"], size=15)
-            for k, v in p["facts"]:
-                flow.text(f"{k}: {v}", size=9, gap=0.02)
-            flow.y += 0.1
-            for t in p["tables"]:
-                flow.heading(t.title, size=11)
-                flow.table(t)
-            for spec in p["figure_specs"]:
-                flow.figure(spec)
+            _section(flow, p, 15)
+        _sections(flow, context["tuning"], "Hyperparameter tuning")
         if context["cross_figure_specs"] or context["paper_tables"]:
             flow.new_page()
             flow.heading("Across problems", size=15)
@@ -235,7 +261,10 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
             flow.table(context["status_table"])
         else:
             flow.text(f"None: all {context['n_jobs']} jobs succeeded." if context["n_jobs"]
-                      else "No jobs yet.")
+                      else "No estimate jobs." if context["n_tune_jobs"] else "No jobs yet.")
+        if context["tune_failures"].rows:
+            flow.heading(context["tune_failures"].title, size=11)
+            flow.table(context["tune_failures"])
         flow.heading("Environment", size=15)
         if context["environment"]:
             for k, v in context["environment"]:

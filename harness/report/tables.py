@@ -384,6 +384,8 @@ def environment_rows(metadata: dict) -> list[tuple[str, str]]:
     for k, v in metadata.items():
         if k in ("environment", "workers", "sweep_file", "sweep"):  # sweep file shown as text
             continue
+        if k.startswith("tune_reference:"):  # shown in the tuning section
+            continue
         if k == "sweeps" and isinstance(v, dict):
             v = {name: {a: b for a, b in info.items() if a != "text"}
                  for name, info in v.items() if isinstance(info, dict)}

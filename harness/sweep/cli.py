@@ -64,6 +64,11 @@ def cmd_sweep(args) -> int:
                   f"{m.budget_unit}")
         print(f"  {sweep.replicates} replicates, seed {sweep.seed}, time limit "
               f"{'none' if sweep.time_limit is None else f'{sweep.time_limit:g} CPU s'}")
+        if sweep.tune is not None:
+            t = sweep.tune
+            print(f"  tuning: {', '.join(t.strategies)} over "
+                  + ", ".join(f"{k} {lo:g}..{hi:g} ({n} points)"
+                              for k, (lo, hi, n) in t.space.items()))
         print(f"  store {args.store or sweep.store}, report {sweep.report}")
         return 0
     tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)

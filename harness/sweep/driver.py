@@ -21,6 +21,7 @@ from harness.store import ResultStore
 from harness.sweep.execute import environment_facts, failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
+from harness.sweep.references import record_references
 from harness.sweep.spec import Sweep, load_sweep
 
 KEY_PREFIX = "gpc-job-"
@@ -178,11 +179,14 @@ def run_sweep(
         n_budgets = len({b for m in sweep.methods for b in m.budgets})
         print(f"sweep {sweep.name}: {len(jobs)} jobs ({len(sweep.problems)} problems, "
               f"{len(sweep.methods)} methods, {n_budgets} budgets, {sweep.replicates} "
-              f"replicates); store {store_path}", file=out)
+              f"replicates"
+              + (f", tuning: {', '.join(sweep.tune.strategies)}" if sweep.tune else "")
+              + f"); store {store_path}", file=out)
         for reason in skipped_pairs(sweep):
             print(f"not planned: {reason}", file=out)
         print(f"{outcome.skipped} done, {len(todo)} to run", file=out, flush=True)
         record_metadata(db, sweep, environment_facts())
+        record_references(db, sweep, out)
         if todo:
             with connect(scheduler, workers, tls, allowed_failures, client=client) as conn:
                 print(f"cluster: {conn.description}", file=out)

@@ -6,6 +6,7 @@ is cached per worker process, so the Cholesky factor of a problem is computed on
 and reused for all its budgets, methods and replicates; it derives the random stream from the
 job key; it pins BLAS to one thread (harness.runner does) and applies the sweep's
 cooperative CPU-time limit. It never raises for a failing job: the record says what happened.
+A tuning job (kind "tune") goes to harness.tuning.job.run_tune_job, which keeps the same rules.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def _worker_address() -> str | None:
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job spec (harness.sweep.plan.Job.spec()) and return its full record."""
     pin_thread_env()
+    if job.get("kind") == "tune":
+        from harness.tuning.job import run_tune_job
+        return run_tune_job(job)
     from harness.deadline import cpu_time_limit
     from harness.registry import get_method
     from harness.runner import run_one
@@ -87,7 +91,15 @@ def failure_record(job, status: str, reason: str) -> dict[str, Any]:
         "test_probabilities": None, "cpu_seconds": None, "process_cpu_seconds": None,
         "wall_seconds": None, "peak_memory_mb": None, "diagnostics": {},
         "worker": None, "finished_at": datetime.now(UTC).isoformat(),
+        **(tune_failure_fields(job.tune) if job.kind == "tune" else {}),
     }
+
+
+def tune_failure_fields(tune: dict[str, Any]) -> dict[str, Any]:
+    """The fields a tune record has beyond an estimate record, for a tune job without one."""
+    return {"kind": "tune", "strategy": tune["strategy"], "space": tune["space"],
+            "evaluations": [], "chosen": None, "chosen_log_z": None, "n_evaluations": 0,
+            "chain": None}
 
 
 def _cpu_model() -> str:

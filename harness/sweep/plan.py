@@ -5,7 +5,9 @@ method's registry name and full settings (defaults included), the budget, the re
 the sweep seed. The job id is the SHA-256 of the key's canonical JSON, and the job's random
 stream is seeded from the same key (harness.seeding), so a result never depends on the worker
 that ran it, nor on the order, nor on the sweep's name or its other jobs. Two sweeps that
-share a job share its id (and its stored result).
+share a job share its id (and its stored result). A tuning job's key also holds "kind": "tune"
+and the tuning settings that determine its strategy's result (harness.sweep.tune.key_part);
+an estimate job's key is unchanged by the job kinds.
 """
 
 from __future__ import annotations
@@ -40,13 +42,15 @@ class Job:
     replicate: int
     seed: int
     time_limit: float | None
+    kind: str = "estimate"         # or "tune"
+    tune: dict[str, Any] | None = None   # a tune job's settings (TuneSettings.job_tune)
 
     def spec(self) -> dict[str, Any]:
         """The plain dict sent to a worker (harness.sweep.execute.run_job)."""
         return {"job_id": self.job_id, "key": self.key, "sweep": self.sweep,
                 "problem": self.problem, "method": self.method, "settings": self.settings,
                 "budget": self.budget, "replicate": self.replicate, "seed": self.seed,
-                "time_limit": self.time_limit}
+                "time_limit": self.time_limit, "kind": self.kind, "tune": self.tune}
 
 
 def skipped_pairs(sweep: Sweep) -> list[str]:
@@ -62,14 +66,21 @@ def plan(sweep: Sweep) -> list[Job]:
     larger budgets first shortens the tail of a sweep.
     """
     jobs = []
+    strategies = sweep.tune.strategies if sweep.tune else (None,)
     for p in sweep.problems:
         for budget in sorted({b for m in sweep.methods for b in m.budgets}, reverse=True):
             for m in sweep.methods:
                 if budget not in m.budgets or incompatible(p, m):
                     continue
-                for r in range(sweep.replicates):
-                    key = job_key(p.spec, m.name, m.settings, budget, r, sweep.seed)
-                    jobs.append(Job(key_digest(key), key, sweep.name, p.spec, p.name,
-                                    p.n_train, p.n_test, m.name, m.label, m.settings,
-                                    m.budget_unit, budget, r, sweep.seed, sweep.time_limit))
+                for strategy in strategies:
+                    for r in range(sweep.replicates):
+                        key = job_key(p.spec, m.name, m.settings, budget, r, sweep.seed)
+                        tune = None
+                        if strategy is not None:
+                            key.update(kind="tune", tune=sweep.tune.key_part(strategy, budget))
+                            tune = sweep.tune.job_tune(strategy, budget)
+                        jobs.append(Job(key_digest(key), key, sweep.name, p.spec, p.name,
+                                        p.n_train, p.n_test, m.name, m.label, m.settings,
+                                        m.budget_unit, budget, r, sweep.seed, sweep.time_limit,
+                                        sweep.kind, tune))
     return jobs

@@ -26,6 +26,8 @@ A sweep file (see sweeps/quick.toml)::
     # budgets = [...]                     # this method's own budgets (instead of the sweep's)
 
 A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
+`kind = "tune"` with a [tune] table makes every job a hyperparameter-tuning job instead of one
+estimate (harness.sweep.tune describes the table).
 Everything is checked here, before any job runs: a problem in the file is an InputError that
 names the file, the key and the fix (the command line exits with code 2).
 """
@@ -44,9 +46,10 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.spec import FILE_SUFFIXES, split_spec
+from harness.sweep.tune import check_tune, parse_tune
 
 TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "budgets",
-            "every_method", "problems", "methods", "output")
+            "every_method", "problems", "methods", "output", "kind", "tune")
 OUTPUT_KEYS = ("store", "report")
 RANGE_KEYS = ("start", "stop", "num")
 PROBLEM_KINDS = ("family", "preset", "file", "spec")
@@ -93,6 +96,8 @@ class Sweep:
     store: Path
     report: Path
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    kind: str = "estimate"     # or "tune" (harness.sweep.tune)
+    tune: Any = None           # harness.sweep.tune.TuneSettings when kind == "tune"
 
     def describe(self) -> dict[str, Any]:
         """Plain summary of the sweep (for the store's metadata)."""
@@ -103,11 +108,14 @@ class Sweep:
             "methods": [{"name": m.name, "label": m.label, "settings": m.settings,
                          "budgets": list(m.budgets), "budget_unit": m.budget_unit}
                         for m in self.methods],
+            "kind": self.kind, **({"tune": self.tune.describe()} if self.tune else {}),
         }
 
     @property
     def n_jobs(self) -> int:
-        return len(self.problems) * self.replicates * sum(len(m.budgets) for m in self.methods)
+        per_job = len(self.tune.strategies) if self.tune else 1
+        return (len(self.problems) * self.replicates * per_job
+                * sum(len(m.budgets) for m in self.methods))
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -125,10 +133,10 @@ class _Where:
         return InputError(f"{self.path}: {key}", str(exc))
 
 
-def _unknown_key_fix(key: str, valid) -> str:
+def _unknown_key_fix(key: str, valid, noun: str = "keys") -> str:
     close = difflib.get_close_matches(key, list(valid), n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"{hint}valid keys: {', '.join(valid)}"
+    return f"{hint}valid {noun}: {', '.join(valid)}"
 
 
 def _check_keys(w: _Where, prefix: str, table: dict, valid) -> None:
@@ -486,14 +494,17 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
         raise w.error("problems", "missing", 'write problems = ["onefactor:n=50"]')
     specs = expand_problems(w, raw["problems"])
     methods = expand_methods(w, raw.get("methods"), budgets, every_method)
+    kind, tune = parse_tune(w, raw)
     if build:
         problems = build_problems(w, specs)
     else:
         problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
     sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
-                  methods, store, report, raw)
+                  methods, store, report, raw, kind, tune)
     if build:
         check_jobs(w, problems, methods)
+        if tune is not None:
+            check_tune(w, tune, problems, methods)
     if sweep.n_jobs > MAX_JOBS:
         raise w.error("", f"expands to {sweep.n_jobs} jobs (more than {MAX_JOBS})",
                       "use fewer problems, settings, budgets or replicates")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from harness.errors import InputError
-from harness.kernels import RBF, Linear, make_kernel
+from harness.kernels import PRML, RBF, Linear, make_kernel
+from harness.numdiff import central_difference
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -103,4 +104,108 @@ def test_make_kernel_errors():
     assert exc.value.field == "kernel.alpha"
     with pytest.raises(InputError) as exc:
         make_kernel("rbf", alpha=-3.0)
+    assert exc.value.field == "kernel.alpha"
+
+
+# ---- log parameters and derivatives (∂K/∂log θ_j, checked by central differences) ----------
+H = 1e-5   # step in log θ; truncation (h²/6)|K'''| ~ 2e-11 |K|, rounding ~ ε|K|/h ~ 2e-11 |K|
+KERNELS = [RBF(alpha=0.7, beta=1.9), RBF(alpha=30.0, beta=0.2), Linear(scale=2.5),
+           PRML(theta0=1.3, theta1=4.0, theta2=0.6, theta3=0.8), PRML(theta0=1.0, theta1=1.0),
+           PRML(theta0=2.0, theta1=0.5, theta3=1.5)]
+
+
+def _points(n=7, d=2, seed=1):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+def _fd_tolerance(K):
+    """Both error terms are ~2e-11 |K|; 1e-8 max|K| leaves a margin of 500 and still fails a
+    derivative that is wrong by 0.01 % of K (see test_finite_differences_catch_a_wrong_one)."""
+    return {"rtol": 1e-6, "atol": 1e-8 * np.abs(K).max()}
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
+def test_gradients_match_central_differences(kernel):
+    A = _points()
+    K, dK = kernel.gradients(A)
+    assert dK.shape == (len(kernel.param_names()), len(A), len(A))
+    np.testing.assert_allclose(K, kernel(A, A), rtol=1e-14)
+    fd = central_difference(lambda th: kernel.with_log_params(th)(A, A), kernel.log_params(), H)
+    np.testing.assert_allclose(dK, fd, **_fd_tolerance(K))
+
+
+def test_finite_differences_catch_a_wrong_one():
+    # ∂K/∂α instead of ∂K/∂log α (off by the factor α = 0.7) must fail the same check
+    kernel, A = RBF(alpha=0.7, beta=1.9), _points()
+    K, dK = kernel.gradients(A)
+    fd = central_difference(lambda th: kernel.with_log_params(th)(A, A), kernel.log_params(), H)
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(dK[0] / kernel.alpha, fd[0], **_fd_tolerance(K))
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(dK[0] * (1 + 1e-4), fd[0], **_fd_tolerance(K))
+
+
+def test_rbf_and_linear_gradient_formulas():
+    A = _points()
+    kernel = RBF(alpha=0.7, beta=1.9)
+    K, dK = kernel.gradients(A)
+    r2 = np.sum((A[:, None] - A[None]) ** 2, axis=-1)
+    np.testing.assert_allclose(dK[0], K * r2 / 0.7, rtol=1e-13)
+    np.testing.assert_array_equal(dK[1], K)
+    K, dK = Linear(scale=3.0).gradients(A)
+    np.testing.assert_allclose(dK[0], 3.0 * A @ A.T, rtol=1e-14)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
+def test_log_params_round_trip(kernel):
+    theta = kernel.log_params()
+    assert theta.shape == (len(kernel.param_names()),)
+    same = kernel.with_log_params(theta).params()
+    np.testing.assert_allclose(list(same.values()), list(kernel.params().values()), rtol=1e-15)
+    moved = kernel.with_log_params(theta + 0.5)
+    np.testing.assert_allclose(moved.log_params(), theta + 0.5, rtol=1e-14, atol=1e-15)
+    assert type(moved) is type(kernel)
+
+
+def test_param_names():
+    assert RBF().param_names() == ("alpha", "beta")
+    assert Linear().param_names() == ("scale",)
+    assert PRML(1, 2, 3, 4).param_names() == ("theta0", "theta1", "theta2", "theta3")
+    # a zero constant or linear term is held at zero: not tuned, and stays zero
+    assert PRML(1, 2).param_names() == ("theta0", "theta1")
+    assert PRML(1, 2, theta3=0.5).param_names() == ("theta0", "theta1", "theta3")
+    moved = PRML(1, 2, theta3=0.5).with_log_params(np.zeros(3))
+    assert moved == PRML(1.0, 1.0, 0.0, 1.0)
+
+
+def test_prml_kernel_values():
+    # PRML eq. 6.63 at x = (0, 0), x' = (1, 2): r² = 5, x·x' = 0; and x = x' = (1, 2)
+    k = PRML(theta0=2.0, theta1=0.5, theta2=0.25, theta3=3.0)
+    a, b = np.array([[0.0, 0.0]]), np.array([[1.0, 2.0]])
+    assert abs(k(a, b)[0, 0] - (2.0 * np.exp(-1.25) + 0.25)) < 1e-15
+    assert abs(k(b, b)[0, 0] - (2.0 + 0.25 + 15.0)) < 1e-14
+    A = _points()
+    np.testing.assert_allclose(k.diag(A), np.diag(k(A, A)), rtol=1e-14)
+    # with θ2 = θ3 = 0 it is the RBF kernel with α = 2/θ1, β = θ0 (the PRML example's kernel)
+    np.testing.assert_allclose(PRML(1.7, 4.0)(A, A), RBF(alpha=0.5, beta=1.7)(A, A), rtol=1e-14)
+    assert make_kernel("prml", theta0=1.7, theta1=4.0) == PRML(1.7, 4.0)
+
+
+@pytest.mark.parametrize("field,kwargs", [
+    ("theta0", {"theta0": 0.0}), ("theta1", {"theta1": -1.0}), ("theta2", {"theta2": -0.1}),
+    ("theta3", {"theta3": np.nan}), ("theta2", {"theta2": "x"}), ("theta3", {"theta3": True}),
+    ("theta2", {"theta2": None}),
+])
+def test_prml_invalid_params(field, kwargs):
+    with pytest.raises(InputError) as exc:
+        PRML(**kwargs)
+    assert exc.value.field == f"kernel.{field}"
+
+
+def test_with_log_params_errors():
+    with pytest.raises(InputError) as exc:
+        RBF().with_log_params([0.0])
+    assert exc.value.field == "kernel.log_params" and "alpha, beta" in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        RBF().with_log_params([1e4, 0.0])   # exp overflows to inf
     assert exc.value.field == "kernel.alpha"

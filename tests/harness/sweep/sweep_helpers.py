@@ -32,6 +32,22 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def refused(base: str, edit: tuple[str, str], key: str, words: str) -> str:
+    """The InputError message of parse_sweep on `base` with one edit; it must name the file
+    (bad.toml) and the key, and contain `words`."""
+    from harness.errors import InputError
+    from harness.sweep.spec import parse_sweep
+
+    text = base.replace(*edit)
+    assert text != base
+    with pytest.raises(InputError) as info:
+        parse_sweep(text, "bad.toml")
+    message = str(info.value)
+    assert message.startswith(f"bad.toml: {key}" if key else "bad.toml"), message
+    assert words in message, message
+    return message
+
+
 def wait_for(condition: Callable[[], object], timeout: float, what: str, poll: float = 0.1):
     """Poll until condition() is truthy; fail the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout

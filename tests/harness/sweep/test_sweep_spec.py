@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from sweep_helpers import refused
 
 from harness.cli import main
 from harness.errors import InputError
@@ -151,13 +152,7 @@ def test_job_ids_are_stable_and_only_new_jobs_are_new():
     (("seed = 1", "seed = = 1"), "", "is not valid TOML"),
 ])
 def test_malformed_sweep_names_file_and_key(edit, key, words):
-    text = BASE.replace(*edit)
-    assert text != BASE
-    with pytest.raises(InputError) as info:
-        parse_sweep(text, "bad.toml")
-    message = str(info.value)
-    assert message.startswith(f"bad.toml: {key}" if key else "bad.toml"), message
-    assert words in message, message
+    refused(BASE, edit, key, words)
 
 
 def test_cli_rejects_a_malformed_file_before_any_job(tmp_path, capsys):
