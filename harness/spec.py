@@ -38,13 +38,18 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     return head.strip(), parse_pairs(rest, f"problem {spec!r}")
 
 
+def names_file(head: str) -> bool:
+    """Whether a spec's head is a problem file path rather than a family or preset name."""
+    return head.endswith(FILE_SUFFIXES) or bool(Path(head).suffix) or "/" in head
+
+
 @lru_cache(maxsize=8)
 def make_problem(spec: str) -> Problem:
     """Build (and cache, per process) the problem a spec names."""
     from harness.datasets.files import load_problem_file
 
     head, options = split_spec(spec)
-    if head.endswith(FILE_SUFFIXES) or Path(head).suffix or "/" in head:
+    if names_file(head):
         return load_problem_file(head, options)
     known_presets = presets()
     if head in known_presets:

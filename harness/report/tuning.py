@@ -299,14 +299,13 @@ def optimum_table(group: TuneGroup, palette) -> Table:
 
 def exact_posterior_moments(reference: dict | None) -> tuple[float, float] | None:
     """Mean and sd of the log-parameter under the stored exact posterior (1-D)."""
+    from harness.tuning.reference import posterior_summary
+
     post = (reference or {}).get("posterior")
     if not post:
         return None
-    grid = np.asarray(post["log_grid"], float)
-    w = np.exp(np.asarray(post["log_density"], float) - np.max(post["log_density"]))
-    w = w / np.trapezoid(w, grid)
-    mean = float(np.trapezoid(w * grid, grid))
-    return mean, float(math.sqrt(max(np.trapezoid(w * (grid - mean) ** 2, grid), 0.0)))
+    summary = posterior_summary(post["log_grid"], post["log_density"])
+    return summary["mean"], summary["sd"]
 
 
 def chain_table(group: TuneGroup, palette) -> Table:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
-from harness.spec import FILE_SUFFIXES, split_spec
+from harness.spec import names_file, split_spec
 from harness.sweep.tune import check_tune, parse_tune
 
 TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "budgets",
@@ -216,10 +216,6 @@ def parse_budgets(w: _Where, key: str, value: Any) -> tuple[int, ...]:
 
 
 # ---- problems ---------------------------------------------------------------------------------
-def _is_file(head: str) -> bool:
-    return head.endswith(FILE_SUFFIXES) or bool(Path(head).suffix) or "/" in head
-
-
 def canonical_problem(w: _Where, where: str, head: str, options: dict[str, Any]) -> str:
     """The canonical spec string of a problem: head[:k=v,...] with typed, sorted options."""
     from harness.registry import presets, problem_families
@@ -229,7 +225,7 @@ def canonical_problem(w: _Where, where: str, head: str, options: dict[str, Any])
         if any(c in text for c in ",=") or not text.strip():
             raise w.error(f"{where}.{k}", f"value {text!r} cannot be used in a problem spec",
                           "values may not be empty or contain ',' or '='")
-    if _is_file(head):
+    if names_file(head):
         family = None
     elif head in presets():
         family = presets()[head][0]

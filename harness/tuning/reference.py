@@ -20,7 +20,10 @@ from harness.tuning.space import FIELD, TuneSpace, with_params
 
 def exact_log_z(spec: str, params: dict[str, float]) -> float | None:
     """The exact log Z of the spec at these parameters; None without exact truth."""
-    truth = build_problem(with_params(spec, params)).truth
+    return _exact(build_problem(with_params(spec, params)).truth)
+
+
+def _exact(truth) -> float | None:
     return float(truth.log_marginal_likelihood) if truth and truth.kind == "exact" else None
 
 
@@ -31,10 +34,10 @@ def exact_surface(spec: str, space: TuneSpace) -> dict[str, Any] | None:
     by its grid neighbours (the surface is smooth; the oracle is accurate to ~1e-12).
     """
     points = space.points()
-    first = build_problem(with_params(spec, points[0]))
-    if first.truth is None or first.truth.kind != "exact":
+    first_truth = build_problem(with_params(spec, points[0])).truth
+    if _exact(first_truth) is None:
         return None
-    log_z = np.array([exact_log_z(spec, p) for p in points])
+    log_z = np.array([_exact(first_truth)] + [exact_log_z(spec, p) for p in points[1:]])
     i = int(np.argmax(log_z))
     x0 = space.to_log(points[i])
     box = space.log_bounds()
@@ -50,7 +53,7 @@ def exact_surface(spec: str, space: TuneSpace) -> dict[str, Any] | None:
     return {"kind": "exact", "space": space.to_dict(), "points": points,
             "log_z": log_z.tolist(), "optimum": space.to_params(best_x),
             "optimum_log_z": float(best_f),
-            "source": f"{first.truth.source}; optimum by bounded Nelder–Mead on the log-parameters"}
+            "source": f"{first_truth.source}; optimum by bounded Nelder–Mead on the log-parameters"}
 
 
 def exact_log_posterior(spec: str, space: TuneSpace, num: int) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
-from pathlib import Path
 
 import numpy as np
 
@@ -123,10 +122,10 @@ class TuneSpace:
 
 def _tunable(spec: str) -> tuple[str, ProblemFamily, dict[str, str]]:
     """(head, family, options) of a family or preset spec; files are refused."""
-    from harness.spec import FILE_SUFFIXES, split_spec
+    from harness.spec import names_file, split_spec
 
     head, options = split_spec(spec)
-    if head.endswith(FILE_SUFFIXES) or Path(head).suffix or "/" in head:
+    if names_file(head):
         raise InputError("tune", f"problem {spec!r} is a file, which has no tunable family "
                          "parameters", "tune a family or preset spec, e.g. gauss2class:...")
     known = presets()
