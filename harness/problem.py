@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from harness.covariance import Covariance, DenseCovariance, KernelCovariance
 from harness.errors import InputError
 from harness.kernels import Kernel
 from harness.linalg import check_covariance, cholesky_lower
@@ -100,7 +101,7 @@ class Problem:
     X_test: np.ndarray | None = None
     y_test: np.ndarray | None = None
     kernel: Kernel | None = None
-    covariance: np.ndarray | None = None
+    covariance: np.ndarray | Covariance | None = None  # pure orthant problems only
     truth: Truth | None = None
     description: str = ""
     bayes_posterior: np.ndarray | None = None  # generating model's P(y*=+1 | x*), synthetic only
@@ -200,6 +201,16 @@ class Problem:
         return 0 if self.is_orthant else len(self.X_test)
 
     # ---- derived quantities (cached) ----------------------------------------------------
+    @cached_property
+    def cov(self) -> Covariance:
+        """The orthant covariance as a representation (harness.covariance): tiles on demand."""
+        if self.is_orthant:
+            if isinstance(self.covariance, Covariance):
+                return self.covariance
+            return DenseCovariance(self.covariance)
+        return KernelCovariance.for_kernel(self.kernel, self.X_train, self.y_train.astype(float),
+                                           self.X_test)
+
     @cached_property
     def K(self) -> np.ndarray:
         """Prior covariance of the training latents, K(X_train, X_train)."""
