@@ -2,6 +2,7 @@
 
 R_ii = 1, R_ij = d_i d_j with d_i ~ U(dmin, dmax);
 P(v >= 0) = ∫ φ(u) ∏ Φ(d_i u / sqrt(1 - d_i^2)) du.
+The problem carries R as harness.covariance.OneFactorCovariance(d): O(N) memory at any N.
 The default range U(-0.99, 0.99) is the paper's; a range close to ±1 is much harder.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.covariance import OneFactorCovariance
 from harness.errors import InputError
 from harness.family import ProblemFamily
 from harness.oracles import one_factor_integral
@@ -35,13 +37,11 @@ def onefactor(
     d = rng.uniform(dmin, dmax, size=n)
     if random_signs:
         d *= rng.choice([-1.0, 1.0], size=n)
-    R = np.outer(d, d)
-    R[np.diag_indices(n)] = 1.0
     exact = one_factor_integral(d / np.sqrt(1.0 - d**2))
     truth = Truth(exact.log_integral, None, kind="exact",
                   source=f"1-D Gauss–Legendre quadrature, {exact.nodes} nodes (MATH.md §3a)")
     return Problem.orthant(
-        name, R, truth=truth, family="onefactor",
+        name, OneFactorCovariance(d), truth=truth, family="onefactor",
         params={"n": n, "seed": seed, "dmin": dmin, "dmax": dmax, "random_signs": random_signs},
         description=f"one-factor orthant probability, N={n}, d ~ U({dmin}, {dmax})",
     )

@@ -27,7 +27,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from harness.errors import InputError
 from harness.kernels import Kernel, Linear
+from harness.linalg import check_covariance
 
 Index = slice | np.ndarray
 
@@ -41,14 +43,26 @@ def _indices(ix: Index, n: int) -> np.ndarray:
     return np.asarray(ix, dtype=np.intp)
 
 
-def _identity_part(rows: Index, cols: Index, n: int) -> np.ndarray | None:
-    """The (rows, cols) block of the identity, or None when it is all zeros (disjoint slices)."""
+def _identity_positions(rows: Index, cols: Index, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (i, j) of the (rows, cols) block where rows[i] == cols[j]: the identity's ones.
+
+    O(len(rows) + len(cols)) memory (never a len(rows) x len(cols) mask) for slices and for
+    index arrays without repeats (orders, tiles); repeated indices fall back to a mask.
+    """
     if isinstance(rows, slice) and isinstance(cols, slice):
         r0, r1, rs = rows.indices(n)
         c0, c1, cs = cols.indices(n)
-        if rs == 1 and cs == 1 and (r1 <= c0 or c1 <= r0):
-            return None
-    return np.equal.outer(_indices(rows, n), _indices(cols, n))
+        if rs == 1 and cs == 1:
+            lo, hi = max(r0, c0), min(r1, c1)
+            if hi <= lo:
+                return np.empty(0, np.intp), np.empty(0, np.intp)
+            k = np.arange(lo, hi)
+            return k - r0, k - c0
+    r, c = _indices(rows, n), _indices(cols, n)
+    if len(np.unique(r)) == len(r) and len(np.unique(c)) == len(c):
+        _, i, j = np.intersect1d(r, c, assume_unique=True, return_indices=True)
+        return i, j
+    return np.nonzero(np.equal.outer(r, c))
 
 
 class Covariance(ABC):
@@ -75,9 +89,15 @@ class Covariance(ABC):
         return np.empty(0)
 
     def matmul(self, X: np.ndarray) -> np.ndarray:
-        """R @ X, generating R a band of rows at a time (O(n * rows) memory)."""
+        """R @ X for X of shape (n,) or (n, ...): the product along X's first axis."""
         X = np.asarray(X, dtype=float)
-        out = np.empty((self.n,) + X.shape[1:])
+        if X.shape[:1] != (self.n,):
+            raise ValueError(f"matmul needs {self.n} rows, got shape {X.shape}")
+        return self._matmul(X.reshape(self.n, int(np.prod(X.shape[1:])))).reshape(X.shape)
+
+    def _matmul(self, X: np.ndarray) -> np.ndarray:
+        """R @ X (X is n x k), generating R a band of rows at a time (O(n * rows) memory)."""
+        out = np.empty_like(X)
         rows = max(1, _MATMUL_ROWS // max(self.n, 1))
         for r0 in range(0, self.n, rows):
             r1 = min(r0 + rows, self.n)
@@ -103,6 +123,24 @@ class Covariance(ABC):
     @abstractmethod
     def nbytes(self) -> int:
         """Bytes this representation holds."""
+
+    def check(self, field: str = "cov", fix: str = "check how the covariance was built") -> None:
+        """Cheap (O(n)) validation, raising InputError naming `field`.
+
+        At least one variable, and a finite, positive diagonal and finite test variances: for a
+        covariance, |R_ij| <= sqrt(R_ii R_jj) (Cauchy–Schwarz), so a finite diagonal bounds
+        every entry of R and of B (e.g. it catches a linear kernel overflowing on huge
+        features without generating a single tile).
+        """
+        if self.n < 1:
+            raise InputError(field, "must be a non-empty square matrix, got 0 variables")
+        diag = self.diag()
+        if not (np.all(np.isfinite(diag)) and np.all(np.isfinite(self.test_diag()))):
+            raise InputError(field, "has NaN or infinite entries", fix)
+        if not np.all(diag > 0):
+            i = int(np.argmin(diag))
+            raise InputError(field, f"is not positive definite (diagonal entry {i} is "
+                             f"{diag[i]:.3g})", fix)
 
     def describe(self) -> dict:
         """Plain description for summaries and planning."""
@@ -130,6 +168,14 @@ class DenseCovariance(Covariance):
     def diag(self):
         return np.diag(self.R).copy()
 
+    def check(self, field="cov", fix="remove or impute them"):
+        """The full O(n^2) check of harness.linalg.check_covariance: the matrix is at hand."""
+        check_covariance(self.R, field)
+        if self.B.shape[0] != self.n or self.test_var.shape != (self.n_test,):
+            raise InputError(field, f"test covariances of shape {self.B.shape} and variances of "
+                             f"shape {self.test_var.shape} do not fit {self.n} variables")
+        super().check(field, fix)
+
     def cross(self, rows, test_cols):
         if isinstance(rows, slice) and isinstance(test_cols, slice):
             return self.B[rows, test_cols].copy()
@@ -138,7 +184,7 @@ class DenseCovariance(Covariance):
     def test_diag(self):
         return self.test_var.copy()
 
-    def matmul(self, X):
+    def _matmul(self, X):
         return self.R @ X
 
     def dense(self):
@@ -160,18 +206,19 @@ class OneFactorCovariance(Covariance):
 
     def block(self, rows, cols):
         out = np.multiply.outer(self.d[rows], self.d[cols])
-        eye = _identity_part(rows, cols, self.n)
-        if eye is not None:
-            out[eye] = 1.0
+        out[_identity_positions(rows, cols, self.n)] = 1.0
         return out
 
     def diag(self):
         return np.ones(self.n)
 
-    def matmul(self, X):
-        X = np.asarray(X, dtype=float)
-        scale = (1.0 - self.d**2).reshape((-1,) + (1,) * (X.ndim - 1))
-        return np.multiply.outer(self.d, self.d @ X) + scale * X
+    def check(self, field="cov", fix="draw the loadings d_i from (-1, 1)"):
+        if not np.all(np.abs(self.d) < 1):   # also catches NaN
+            raise InputError(field, "needs one-factor loadings with |d_i| < 1", fix)
+        super().check(field, fix)
+
+    def _matmul(self, X):
+        return np.outer(self.d, self.d @ X) + (1.0 - self.d**2)[:, None] * X
 
     @property
     def nbytes(self):
@@ -202,10 +249,9 @@ class KernelCovariance(Covariance):
 
     def block(self, rows, cols):
         out = self.kernel(self.X[rows], self.X[cols])
-        out *= np.multiply.outer(self.y[rows], self.y[cols])
-        eye = _identity_part(rows, cols, self.n)
-        if eye is not None:
-            out[eye] += 1.0
+        out *= self.y[rows][:, None]     # C K C in place: no second n x n temporary
+        out *= self.y[cols][None, :]
+        out[_identity_positions(rows, cols, self.n)] += 1.0
         return out
 
     def diag(self):
@@ -229,7 +275,6 @@ class LowRankCovariance(KernelCovariance):
 
     kind = "low-rank"
 
-    def matmul(self, X):
-        X = np.asarray(X, dtype=float)
+    def _matmul(self, X):
         F = self.X * (self.y * np.sqrt(self.kernel.scale))[:, None]
         return F @ (F.T @ X) + X

@@ -1,8 +1,10 @@
 """Benchmark problems and their orthant form (MATH.md §1–2).
 
 A Problem holds either classification data and a kernel, or (for a pure orthant problem)
-the covariance R directly. Every method sees the same derived quantities, computed once
-and cached on the object:
+the covariance R directly, as a dense array or a structured harness.covariance.Covariance.
+Either way `Problem.cov` is its representation (tiles, products and the diagonal on demand,
+O(N) memory for the structured ones). The dense quantities below are derived from it only when
+a method asks for them, then cached on the object:
 
     R  = C (K + I) C,  C = diag(y)                    orthant covariance of the training part (A.30)
     L  = chol(R)                                      shared by every sequential method (§4)
@@ -28,6 +30,7 @@ from harness.kernels import Kernel
 from harness.linalg import check_covariance, cholesky_lower
 
 ORDERS = ("interleave", "shuffle", "as-given")
+WARM_MAX_N = 4096   # Problem.warm builds the dense quantities up to this N (3 x 128 MB)
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,11 @@ def check_labels(y, field: str = "y_train") -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """One benchmark problem, fully materialised. Build it with `classification` or `orthant`."""
+    """One benchmark problem. Build it with `classification` or `orthant`.
+
+    Construction costs O(N) memory and time (plus the O(N^2) checks of a dense user matrix):
+    R, chol, K and the test rows are built on first use.
+    """
 
     name: str
     family: str = "custom"
@@ -160,7 +167,10 @@ class Problem:
             description=description,
             bayes_posterior=None if bayes_posterior is None else np.asarray(bayes_posterior, float),
         )
-        problem.chol  # noqa: B018  (validate early: a clear error, not a failure in a worker)
+        # validate early (a clear error, not a failure in a worker), in O(N): a finite diagonal
+        # of R bounds every entry of R and B (Covariance.check); R = C (K + I) C with K positive
+        # semi-definite has eigenvalues >= 1, so needs no Cholesky to be known positive definite
+        problem.cov.check("kernel matrix", "rescale the features")
         return problem
 
     @classmethod
@@ -174,8 +184,20 @@ class Problem:
         params: Mapping[str, Any] | None = None,
         description: str = "",
     ) -> Problem:
-        """A pure orthant problem: estimate log P(v >= 0), v ~ N(0, covariance)."""
-        R = check_covariance(covariance, "cov")
+        """A pure orthant problem: estimate log P(v >= 0), v ~ N(0, covariance).
+
+        `covariance` is a dense array (checked in full, including positive definiteness by a
+        Cholesky factorisation: user matrices are small and the error should come early) or a
+        harness.covariance.Covariance (checked in O(N) by its class; never densified here).
+        """
+        if isinstance(covariance, Covariance):
+            covariance.check("cov")
+            if covariance.n_test:
+                raise InputError("cov", "a pure orthant problem has no test variables, got "
+                                 f"{covariance.n_test}")
+            R = covariance
+        else:
+            R = check_covariance(covariance, "cov")
         problem = cls(
             name=name,
             family=family,
@@ -184,7 +206,8 @@ class Problem:
             truth=truth,
             description=description,
         )
-        problem.chol  # noqa: B018
+        if not isinstance(R, Covariance):
+            problem.chol  # noqa: B018
         return problem
 
     # ---- shape --------------------------------------------------------------------------
@@ -194,11 +217,23 @@ class Problem:
 
     @property
     def n_train(self) -> int:
-        return len(self.covariance) if self.is_orthant else len(self.y_train)
+        return self.cov.n
 
     @property
     def n_test(self) -> int:
-        return 0 if self.is_orthant else len(self.X_test)
+        return self.cov.n_test
+
+    def warm(self, max_n: int = WARM_MAX_N) -> None:
+        """Build the dense K, R and Cholesky factor now if N <= max_n, else nothing.
+
+        The runner calls this before a method's timed region, so that at small N a method's
+        timing excludes them exactly as when every problem was built dense; above max_n a
+        method that wants them pays for them (or builds what it needs from `cov`).
+        """
+        if self.n_train <= max_n:
+            if not self.is_orthant:
+                self.K  # noqa: B018
+            self.chol  # noqa: B018
 
     # ---- derived quantities (cached) ----------------------------------------------------
     @cached_property
@@ -220,13 +255,14 @@ class Problem:
 
     @cached_property
     def R(self) -> np.ndarray:
-        """Orthant covariance of the training variables, C (K + I) C (A.30)."""
-        if self.is_orthant:
-            return self.covariance
-        y = self.y_train.astype(float)
-        R = self.K * np.outer(y, y)
-        R[np.diag_indices_from(R)] += 1.0
-        return R
+        """Orthant covariance of the training variables, C (K + I) C (A.30), dense (8 N^2 B)."""
+        if not self.is_orthant and "K" in self.__dict__:   # K is built: no second kernel pass
+            y = self.cov.y
+            R = self.K * y[:, None]
+            R *= y
+            R[np.diag_indices_from(R)] += 1.0
+            return R
+        return self.cov.dense()
 
     @cached_property
     def chol(self) -> np.ndarray:
@@ -239,16 +275,12 @@ class Problem:
     @cached_property
     def test_cross(self) -> np.ndarray:
         """B = C K(X_train, X_test): covariance of the training and test orthant variables."""
-        if self.n_test == 0:
-            return np.empty((self.n_train, 0))
-        return self.y_train[:, None] * self.kernel(self.X_train, self.X_test)
+        return self.cov.dense_cross()
 
     @cached_property
     def test_variance(self) -> np.ndarray:
         """Variance of each test orthant variable, 1 + k(x*, x*)."""
-        if self.n_test == 0:
-            return np.empty(0)
-        return 1.0 + self.kernel.diag(self.X_test)
+        return self.cov.test_diag()
 
     @cached_property
     def test_rows(self) -> np.ndarray:
@@ -280,6 +312,7 @@ class Problem:
             "n_train": self.n_train,
             "n_test": self.n_test,
             "n_features": None if self.is_orthant else int(self.X_train.shape[1]),
+            "covariance": self.cov.describe(),
             "kernel": None if self.is_orthant else {"name": self.kernel.name,
                                                     **self.kernel.params()},
             "truth_kind": None if truth is None else truth.kind,

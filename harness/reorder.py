@@ -204,13 +204,15 @@ def ordered_problem(problem: Problem, kind: str = "univariate", tile: int | None
         t0 = time.thread_time()
         if kind == "kdtree":
             order = kdtree_order(problem.X_train, tile or problem.n_train)
-            chol = cholesky_lower(problem.R[np.ix_(order, order)], "kernel matrix")
+            # the reordered R straight from the representation: no dense R in the given order
+            chol = cholesky_lower(problem.cov.block(order, order), "kernel matrix")
             label = f"kdtree{tile}"
         else:
             ro = pivoted_cholesky(problem.R, kind, tile)
             order, chol, label = ro.order, ro.chol, ro.kind
         if problem.n_test:
-            W = scipy.linalg.solve_triangular(chol, problem.test_cross[order], lower=True)
+            W = scipy.linalg.solve_triangular(chol, problem.cov.cross(order, slice(None)),
+                                              lower=True)
             var = problem.test_variance - np.einsum("ij,ij->j", W, W)
             sd = np.sqrt(np.maximum(var, 1e-300))
         else:

@@ -48,9 +48,11 @@ def run_method(
 
     Inside harness.deadline.cpu_time_limit(...), a method that passes the limit stops at its
     next check_deadline() and the run gets status 'timeout' with the reason. One-time work
-    (method.prepare: JIT compilation, per-problem factorisations) is kept out of the timing.
+    (problem.warm: a small problem's dense R and factor; method.prepare: JIT compilation,
+    per-problem factorisations) is kept out of the timing.
     trace_memory=False skips the peak-memory measurement (peak_memory_mb None).
     """
+    problem.warm()
     method.prepare(problem)
     with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
                                                              user_api="blas"):

@@ -307,3 +307,109 @@ def test_summary_is_json_serialisable():
     assert s["n_train"] == 3 and s["n_test"] == 0
     assert s["kernel"] is None and s["n_features"] is None
     assert s["true_log_marginal_likelihood"] is None
+
+
+# ---- structured, lazy problems ---------------------------------------------------------------
+DENSE = ("K", "R", "chol", "test_cross", "test_rows", "test_sd")
+
+
+def built(p) -> list[str]:
+    """The dense quantities a problem holds already (cached properties)."""
+    return [name for name in DENSE if name in p.__dict__]
+
+
+def test_onefactor_at_large_n_builds_without_dense_matrices():
+    from datasets.onefactor import onefactor
+    from harness.memory import peak_memory
+    from harness.oracles import one_factor_integral
+
+    n = 20000
+    with peak_memory() as mem:
+        p = onefactor(n=n, seed=1)
+    assert mem.mb < 100, f"{mem.mb:.0f} MiB: R alone would be {8 * n * n / 2**20:.0f} MiB"
+    assert p.n_train == n and p.n_test == 0 and p.is_orthant and built(p) == []
+    assert p.summary()["covariance"] == {"kind": "one-factor", "n": n, "n_test": 0,
+                                         "nbytes": 8 * n}
+    d = p.cov.d
+    assert p.truth.kind == "exact"
+    exact = one_factor_integral(d / np.sqrt(1 - d**2))
+    assert p.truth.log_marginal_likelihood == exact.log_integral
+    np.testing.assert_array_equal(p.cov.block(slice(0, 3), slice(0, 3)),
+                                  [[1.0, d[0] * d[1], d[0] * d[2]],
+                                   [d[1] * d[0], 1.0, d[1] * d[2]],
+                                   [d[2] * d[0], d[2] * d[1], 1.0]])
+
+
+def test_rbf_problem_at_large_n_builds_without_dense_matrices():
+    from datasets.gauss2class import gauss2class
+    from harness.memory import peak_memory
+
+    n = 16384
+    with peak_memory() as mem:
+        p = gauss2class(n_train=n, n_test=64, d=2, alpha=0.02, seed=3)
+    assert mem.mb < 100, f"{mem.mb:.0f} MiB: R alone would be {8 * n * n / 2**20:.0f} MiB"
+    assert p.n_train == n and p.n_test == 64 and built(p) == []
+    assert p.cov.kind == "kernel" and p.summary()["covariance"]["nbytes"] < 1e6
+
+
+def test_dense_quantities_are_built_on_demand_and_as_before():
+    from datasets.onefactor import onefactor
+
+    p = onefactor(n=300, seed=4)
+    assert built(p) == []
+    d = p.cov.d
+    R = np.outer(d, d)                       # the former construction, bit for bit
+    R[np.diag_indices(300)] = 1.0
+    np.testing.assert_array_equal(p.R, R)
+    np.testing.assert_allclose(p.chol, np.linalg.cholesky(R), rtol=1e-12, atol=1e-14)
+
+    X, y, Xs = data(n=40, n_test=6, seed=5)
+    kernel = RBF(1.5, 2.0)
+    a = Problem.classification("t", X, y, Xs, kernel)
+    assert built(a) == []
+    yy = a.y_train.astype(float)
+    R = kernel(a.X_train, a.X_train) * np.outer(yy, yy)
+    R[np.diag_indices(40)] += 1.0
+    np.testing.assert_array_equal(a.R, R)    # from the representation, without K
+    assert "K" not in a.__dict__
+    b = Problem.classification("t", X, y, Xs, kernel)
+    b.warm()                                 # K first, then R from it: the same matrix
+    assert built(b) == ["K", "R", "chol"]
+    np.testing.assert_array_equal(b.R, R)
+    np.testing.assert_array_equal(a.test_cross, yy[:, None] * kernel(a.X_train, Xs))
+    np.testing.assert_array_equal(a.test_variance, 1.0 + kernel.diag(Xs))
+    c = Problem.classification("t", X, y, Xs, kernel)
+    c.warm(max_n=39)                         # above the limit: nothing
+    assert built(c) == []
+
+
+def test_linear_kernel_problems_are_low_rank():
+    X, y, Xs = data(n=30, n_test=3, d=2)
+    p = Problem.classification("t", X, y, Xs, Linear(0.5))
+    assert p.cov.kind == "low-rank" and built(p) == []
+    v = np.random.default_rng(0).normal(size=30)
+    np.testing.assert_allclose(p.cov.matmul(v), p.R @ v, rtol=1e-12)
+
+
+def test_orthant_problem_from_a_representation():
+    from harness.covariance import KernelCovariance, OneFactorCovariance
+
+    d = np.array([0.3, -0.5, 0.9])
+    p = Problem.orthant("o", OneFactorCovariance(d))
+    assert p.n_train == 3 and p.n_test == 0 and built(p) == []
+    assert p.test_rows.shape == (3, 0) and p.test_variance.shape == (0,)
+    np.testing.assert_allclose(p.chol @ p.chol.T, p.R, rtol=1e-14)
+    for cov, why in [(OneFactorCovariance(np.array([0.5, -1.0])), "|d_i| < 1"),
+                     (OneFactorCovariance(np.array([0.5, np.nan])), "|d_i| < 1"),
+                     (OneFactorCovariance(np.empty(0)), "non-empty"),
+                     (KernelCovariance(RBF(), np.zeros((2, 1)), np.ones(2), np.zeros((1, 1))),
+                      "no test variables")]:
+        with pytest.raises(InputError) as exc:
+            Problem.orthant("o", cov)
+        assert_input_error(exc, "cov")
+        assert why in str(exc.value)
+
+
+def test_dense_orthant_is_still_checked_by_cholesky_at_construction():
+    p = Problem.orthant("o", np.array([[2.0, 1.0], [1.0, 2.0]]))
+    assert "chol" in p.__dict__ and p.cov.kind == "dense"
