@@ -319,7 +319,7 @@ def built(p) -> list[str]:
 
 
 def test_onefactor_at_large_n_builds_without_dense_matrices():
-    from datasets.onefactor import onefactor
+    from harness.datasets.onefactor import onefactor
     from harness.memory import peak_memory
     from harness.oracles import one_factor_integral
 
@@ -341,7 +341,7 @@ def test_onefactor_at_large_n_builds_without_dense_matrices():
 
 
 def test_rbf_problem_at_large_n_builds_without_dense_matrices():
-    from datasets.gauss2class import gauss2class
+    from harness.datasets.gauss2class import gauss2class
     from harness.memory import peak_memory
 
     n = 16384
@@ -353,7 +353,7 @@ def test_rbf_problem_at_large_n_builds_without_dense_matrices():
 
 
 def test_dense_quantities_are_built_on_demand_and_as_before():
-    from datasets.onefactor import onefactor
+    from harness.datasets.onefactor import onefactor
 
     p = onefactor(n=300, seed=4)
     assert built(p) == []
