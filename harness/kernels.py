@@ -78,7 +78,11 @@ class RBF(Kernel):
             object.__setattr__(self, field, _positive(field, getattr(self, field)))
 
     def __call__(self, A, B):
-        return self.beta * np.exp(-cdist(A, B, "sqeuclidean") / self.alpha)
+        K = cdist(A, B, "sqeuclidean")   # in place from here: one len(A) x len(B) array
+        K /= -self.alpha
+        np.exp(K, out=K)
+        K *= self.beta
+        return K
 
     def diag(self, A):
         return np.full(len(A), float(self.beta))
