@@ -91,3 +91,21 @@ def test_ordered_problem_keeps_test_variables_last_and_is_cached():
     np.testing.assert_allclose(op.test_sd, p.test_sd, rtol=1e-10)   # order-independent
     none = ordered_problem(p, "none")
     assert none.chol is p.chol and np.array_equal(none.order, np.arange(40))
+
+
+def test_kdtree_order_is_factorised_from_the_representation():
+    """The reordered factor and test rows from cov.block / cov.cross, without a dense R."""
+    import scipy.linalg
+
+    from harness.datasets.gauss2class import gauss2class
+
+    problem = gauss2class(n_train=150, n_test=7, d=2, alpha=0.5, seed=2)
+    op = ordered_problem(problem, "kdtree", 32)
+    assert "R" not in problem.__dict__ and "chol" not in problem.__dict__
+    order = op.order
+    assert sorted(order) == list(range(150)) and not np.array_equal(order, np.arange(150))
+    R = problem.R[np.ix_(order, order)]
+    np.testing.assert_allclose(op.chol, np.linalg.cholesky(R), rtol=1e-10, atol=1e-12)
+    W = scipy.linalg.solve_triangular(op.chol, problem.test_cross[order], lower=True)
+    np.testing.assert_allclose(op.test_rows, W, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(op.test_sd, problem.test_sd, rtol=1e-10)   # order-free pivots
