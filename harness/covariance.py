@@ -43,11 +43,11 @@ def _indices(ix: Index, n: int) -> np.ndarray:
     return np.asarray(ix, dtype=np.intp)
 
 
-def _identity_positions(rows: Index, cols: Index, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (i, j) of the (rows, cols) block where rows[i] == cols[j]: the identity's ones.
-
-    O(len(rows) + len(cols)) memory (never a len(rows) x len(cols) mask) for slices and for
-    index arrays without repeats (orders, tiles); repeated indices fall back to a mask.
+def _diagonal_flat(rows: Index, cols: Index, n: int, m: int) -> slice | np.ndarray:
+    """Where R's diagonal lies in the C-ordered block R[rows][:, cols] (m columns), as flat
+    positions: a strided slice for step-1 slices (a view: no index arrays at all), else the
+    positions i m + j with rows[i] == cols[j], in O(len(rows) + len(cols)) memory for index
+    arrays without repeats (orders, tiles); repeated indices fall back to a mask.
     """
     if isinstance(rows, slice) and isinstance(cols, slice):
         r0, r1, rs = rows.indices(n)
@@ -55,14 +55,15 @@ def _identity_positions(rows: Index, cols: Index, n: int) -> tuple[np.ndarray, n
         if rs == 1 and cs == 1:
             lo, hi = max(r0, c0), min(r1, c1)
             if hi <= lo:
-                return np.empty(0, np.intp), np.empty(0, np.intp)
-            k = np.arange(lo, hi)
-            return k - r0, k - c0
+                return slice(0, 0)
+            start = (lo - r0) * m + (lo - c0)
+            return slice(start, start + (hi - lo - 1) * (m + 1) + 1, m + 1)
     r, c = _indices(rows, n), _indices(cols, n)
     if len(np.unique(r)) == len(r) and len(np.unique(c)) == len(c):
         _, i, j = np.intersect1d(r, c, assume_unique=True, return_indices=True)
-        return i, j
-    return np.nonzero(np.equal.outer(r, c))
+    else:
+        i, j = np.nonzero(np.equal.outer(r, c))
+    return i * m + j
 
 
 class Covariance(ABC):
@@ -135,9 +136,9 @@ class Covariance(ABC):
         if self.n < 1:
             raise InputError(field, "must be a non-empty square matrix, got 0 variables")
         diag = self.diag()
-        if not (np.all(np.isfinite(diag)) and np.all(np.isfinite(self.test_diag()))):
+        if not (np.isfinite(diag).all() and np.isfinite(self.test_diag()).all()):
             raise InputError(field, "has NaN or infinite entries", fix)
-        if not np.all(diag > 0):
+        if not diag.min() > 0:
             i = int(np.argmin(diag))
             raise InputError(field, f"is not positive definite (diagonal entry {i} is "
                              f"{diag[i]:.3g})", fix)
@@ -206,7 +207,7 @@ class OneFactorCovariance(Covariance):
 
     def block(self, rows, cols):
         out = np.multiply.outer(self.d[rows], self.d[cols])
-        out[_identity_positions(rows, cols, self.n)] = 1.0
+        out.reshape(-1)[_diagonal_flat(rows, cols, self.n, out.shape[1])] = 1.0
         return out
 
     def diag(self):
@@ -248,10 +249,10 @@ class KernelCovariance(Covariance):
         return cls(kernel, X, y, X_test)
 
     def block(self, rows, cols):
-        out = self.kernel(self.X[rows], self.X[cols])
+        out = np.ascontiguousarray(self.kernel(self.X[rows], self.X[cols]))
         out *= self.y[rows][:, None]     # C K C in place: no second n x n temporary
         out *= self.y[cols][None, :]
-        out[_identity_positions(rows, cols, self.n)] += 1.0
+        out.reshape(-1)[_diagonal_flat(rows, cols, self.n, out.shape[1])] += 1.0
         return out
 
     def diag(self):
