@@ -5,7 +5,7 @@ and hands them out in chunks of point indices, variable-major (dim x rows: row b
 the chunk's points of randomisation k), which is the layout the Cholesky walk reads column by
 column. Every estimate made from one randomisation is unbiased, and the randomisations are
 independent given the base points, so the spread of the K per-randomisation estimates gives a
-standard error (`batch_standard_error`).
+standard error (`batch_standard_error`; `batch_error` for what an estimator reports).
 
 Kinds:
   sobol    scrambled Sobol' points (scipy.stats.qmc.Sobol: one Matousek linear matrix scramble
@@ -28,6 +28,7 @@ the QMC kinds give the same points whatever the chunking.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -179,3 +180,47 @@ def batch_standard_error(log_values: np.ndarray, sizes) -> tuple[float, float]:
         return log_mean, float("nan")
     ratio = np.exp(log_values - log_mean)
     return log_mean, float(np.sqrt(K / (K - 1) * np.sum(share**2 * (ratio - 1.0) ** 2)))
+
+
+
+@dataclass(frozen=True)
+class BatchError:
+    """The pooled log mean of K batches and the standard error an estimator should report.
+
+    delta_se is `batch_standard_error`'s. With equal batch sizes its square is
+    K/(K-1) Σ_k (p_k - 1/K)^2, p_k = batch k's share of the pooled sum, so delta_se <= 1 nat
+    whatever the true error: when one batch holds the mass (heavy-tailed weights, e.g. SOV on
+    a short-length-scale RBF orthant) it reads ~1 while the log means of independent runs
+    spread over many nats. The pooled mean then behaves like a mean over K_eff = 1 / Σ p_k^2
+    batches (K when they contribute equally, 1 when one holds everything), so its log is
+    uncertain by about the per-batch spread of the logs over sqrt(K_eff):
+
+        se = max(delta_se, log_sd / sqrt(K_eff)),   log_sd = sd of the K per-batch log means.
+
+    For well-behaved batches log_sd / sqrt(K) ~ delta_se (they differ at second order in the
+    relative spread), so this only matters when the weights are degenerate.
+    """
+
+    log_mean: float
+    se: float            # what to report (NaN with one batch)
+    delta_se: float      # se of the pooled mean / pooled mean (delta method)
+    log_sd: float        # standard deviation of the per-batch log means (NaN with one batch)
+    k_eff: float         # 1 / Σ p_k^2, p_k the share of batch k in the pooled sum
+    top_share: float     # max p_k
+
+
+DEGENERATE_SHARE = 0.5   # one batch holding more than this: the estimate rests on that batch
+
+
+def batch_error(log_values: np.ndarray, sizes) -> BatchError:
+    """`BatchError` of K per-batch log means (see its doc for the reported se)."""
+    log_values = np.asarray(log_values, float)
+    log_mean, delta_se = batch_standard_error(log_values, sizes)
+    p = np.exp(log_values + np.log(np.asarray(sizes, float) / np.sum(sizes)) - log_mean)
+    p /= p.sum()   # rounding only
+    k_eff = float(1.0 / np.sum(p * p))
+    if len(log_values) < 2:
+        return BatchError(log_mean, delta_se, delta_se, float("nan"), k_eff, float(p.max()))
+    log_sd = float(np.std(log_values, ddof=1))
+    se = max(delta_se, log_sd / np.sqrt(k_eff))
+    return BatchError(log_mean, se, delta_se, log_sd, k_eff, float(p.max()))

@@ -32,6 +32,30 @@ Weight diagnostics: on GP covariances the SOV weights can be heavy-tailed; then 
 carry the estimate and log Ẑ is biased low (Jensen, and the spread understates the error). The
 effective sample size (Σ W)^2 / Σ W^2 and the largest weight's share are reported so that a user
 can see it.
+
+Sensitivity and degenerate weights (issue 14; 2-D RBF orthant, uniform points, alpha = 0.02, R =
+K + I). The walk is NOT chaotic: for the same points, sov-tlr at tolerance 1e-8 and 0 gave
+per-sample log weights that differ by 4e-9 (median; max 2.5e-8) at N = 4096, growing slowly and
+about linearly along the walk (median 3.5e-10 at j = 512, 2e-9 at 2048, 4e-9 at 4095); dense
+`sov` and tolerance 0 differ by 1e-13; log Ẑ agreed to 1e-4 or better at every tolerance (N =
+2048, 1e4 points: -158.1723 at 1e-8, 1e-9, 1e-10 and 0). The reported nats-sized moves came from
+the random stream: the CLI and sweeps seed a run from its job key, which holds the method's
+settings (the CLI: its label, every non-default setting), so each tolerance was an independent
+replication (same N = 2048 run, keyed streams: -158.0, -148.9, -141.2, -144.3). That spread is
+the estimator's: here the weights are so heavy-tailed that one sample holds most of the weight
+(max share >= 0.95 in 5 of 12 seeds at N = 2048; ESS ~ 1-3 of 1e4), and log Ẑ over 12 seeds had
+sd 6.2 nats (range -159.6 ... -140.9). Orderings do not cure it (N = 1024, 8 seeds each, sd of
+log Ẑ / runs with a >= 95 % weight: none 1.6 / 2, univariate 4.0 / 3, sov-tlr block 3.6 / 4,
+points in k-d tree order 3.9 / 3; the means, -108.3, -104.5, -105.8, -103.5, differ by more than
+their spreads allow, i.e. log Ẑ is biased low by several nats). tlrmvnmvt behaves the same way
+(its SE is the same batch formula in probability space; its lattice shifts come from R's seed,
+so a tolerance change reuses them). The delta-method se is <= 1 nat by construction
+(qmc.BatchError), which is why both codes reported ~1 nat; the reported se is now max(delta se,
+sd of the per-randomisation log Ẑ_k / sqrt(K_eff)), K_eff the effective number of randomisations
+(qmc.batch_error), with `weights_degenerate`, `top_randomisation_share` and
+`randomisations_effective` in the diagnostics. Over 30 seeds (N = 256, 1e3 points) sd(log Ẑ) /
+mean se went from 2.0-2.8 to 0.9-1.3. No se covers the low bias of a degenerate run: treat such
+estimates as lower-biased.
 """
 
 from __future__ import annotations
@@ -47,7 +71,7 @@ from harness.errors import InputError
 from harness.estimate import Estimate
 from harness.method import Method
 from harness.problem import Problem
-from harness.qmc import KINDS, PointSet, batch_standard_error, split_budget
+from harness.qmc import DEGENERATE_SHARE, KINDS, PointSet, batch_error, split_budget
 from harness.reorder import REORDERINGS, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult
 from harness.truncnorm import draw_above
@@ -95,7 +119,10 @@ class SovRun:
     sizes: np.ndarray            # points per randomisation
     log_z_k: np.ndarray          # log of each randomisation's mean weight
     log_z: float
-    log_z_se: float              # NaN with a single randomisation
+    log_z_se: float              # reported se (qmc.BatchError.se); NaN with one randomisation
+    log_z_delta_se: float        # the delta-method part alone (<= 1 nat by construction)
+    k_eff: float                 # effective number of randomisations, 1 / Σ p_k^2
+    top_share: float             # largest randomisation's share of Σ W
     test: np.ndarray             # ratio estimates J*
     test_se: np.ndarray          # their standard errors (NaN with a single randomisation)
     ess: float
@@ -195,7 +222,7 @@ class Sov(Method):
                 self._accumulate_tests(fac, result, logw, rows, num)
             chunks += 1
         log_z_k = lse - np.log(sizes)
-        log_z, se = batch_standard_error(log_z_k, sizes)
+        err = batch_error(log_z_k, sizes)
         total = float(logsumexp(lse))
         test, test_se = np.empty(0), np.empty(0)
         if n_test:
@@ -206,7 +233,9 @@ class Sov(Method):
                 test_se = np.sqrt(K / (K - 1) * np.sum(share**2 * (J_k - test) ** 2, axis=0))
             else:
                 test_se = np.full(n_test, np.nan)
-        return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=log_z, log_z_se=se, test=test,
+        return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=err.log_mean, log_z_se=err.se,
+                      log_z_delta_se=err.delta_se, k_eff=err.k_eff, top_share=err.top_share,
+                      test=test,
                       test_se=test_se, ess=float(np.exp(2 * total - lse2)),
                       max_weight_share=float(np.exp(max_logw - total)), chunks=chunks)
 
@@ -250,8 +279,13 @@ class Sov(Method):
         se = None
         if len(run.sizes) > 1:
             se = run.log_z_se
-            diagnostics["se_method"] = "spread of independent randomisations (delta method)"
+            diagnostics["se_method"] = ("spread of independent randomisations (delta method, "
+                                        "or log spread / sqrt(effective randomisations))")
             diagnostics["log_z_randomisation_sd"] = float(np.std(run.log_z_k, ddof=1))
+            diagnostics["log_z_delta_se"] = run.log_z_delta_se
+            diagnostics["randomisations_effective"] = run.k_eff
+            diagnostics["top_randomisation_share"] = run.top_share
+            diagnostics["weights_degenerate"] = bool(run.top_share > DEGENERATE_SHARE)
             if problem.n_test:
                 diagnostics["test_se_mean"] = float(np.mean(run.test_se))
                 diagnostics["test_se_max"] = float(np.max(run.test_se))

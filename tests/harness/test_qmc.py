@@ -7,7 +7,14 @@ import pytest
 from scipy import stats
 
 from harness.errors import InputError
-from harness.qmc import KINDS, PointSet, batch_standard_error, first_primes, split_budget
+from harness.qmc import (
+    KINDS,
+    PointSet,
+    batch_error,
+    batch_standard_error,
+    first_primes,
+    split_budget,
+)
 
 
 def test_first_primes():
@@ -98,3 +105,23 @@ def test_bad_kind_and_too_many_sobol_dimensions():
         PointSet("halton", 3, [10], np.random.default_rng(0))
     with pytest.raises(InputError, match="lattice"):
         PointSet("sobol", 30000, [10], np.random.default_rng(0))
+
+
+def test_batch_error_equals_the_delta_method_for_well_behaved_batches():
+    x = np.random.default_rng(1).uniform(0.9, 1.1, size=10)
+    err = batch_error(np.log(x), [7] * 10)
+    log_mean, se = batch_standard_error(np.log(x), [7] * 10)
+    assert err.log_mean == log_mean and err.delta_se == se
+    assert err.se == pytest.approx(se, rel=0.02)
+    assert 9.5 < err.k_eff <= 10
+
+
+def test_batch_error_is_not_capped_at_one_nat_when_one_batch_dominates():
+    """The delta method's se is <= 1 by construction; the reported se follows the log spread."""
+    logs = np.array([0.0, -8.0, -3.0, -12.0, -6.0, -9.0, -4.0, -7.0, -10.0, -5.0])
+    err = batch_error(logs, [100] * 10)
+    assert err.delta_se <= 1.0 and err.top_share > 0.9 and err.k_eff < 1.2
+    assert err.se == pytest.approx(np.std(logs, ddof=1) / np.sqrt(err.k_eff))
+    assert err.se > 3.0
+    # all the mass in one batch: the delta method reads exactly 1 nat
+    assert batch_error(np.array([0.0] + [-800.0] * 9), [5] * 10).delta_se == pytest.approx(1.0)
