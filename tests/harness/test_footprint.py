@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from harness.cli import main
+from harness.errors import InputError
 from harness.footprint import (
     MemoryEstimate,
     TooLarge,
@@ -15,7 +16,6 @@ from harness.footprint import (
     parse_bytes,
     problem_bytes,
 )
-from harness.errors import InputError
 from harness.memory import kernel_high_water_mark
 from harness.registry import get_method, methods
 from harness.runner import run_one
