@@ -73,6 +73,9 @@ def _setup_run(p):
     p.add_argument("--budget", required=True, help="Monte Carlo budget (e.g. 100000 or 1e5)")
     p.add_argument("--seed", default="0", help="run seed (an integer)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--memory-limit", metavar="BYTES",
+                   help="refuse a job whose estimated peak memory is larger (e.g. 8GB, 512MiB); "
+                   "default: the memory available now (MemAvailable of /proc/meminfo)")
 
 
 def parse_int(field: str, text: str, minimum: int | None = None) -> int:
@@ -89,6 +92,7 @@ def parse_int(field: str, text: str, minimum: int | None = None) -> int:
 
 @command("run", _setup_run)
 def cmd_run(args) -> int:
+    from harness.footprint import TooLarge, format_bytes, too_large
     from harness.registry import get_method
     from harness.runner import run_one
     from harness.seeding import rng_for
@@ -100,7 +104,15 @@ def cmd_run(args) -> int:
     for item in args.settings:
         settings.update(parse_pairs(item, "--set"))
     method = get_method(args.method).from_settings(settings)
-    problem = make_problem(args.problem)
+    limit, where = _memory_limit(args.memory_limit)
+    try:
+        problem = make_problem(args.problem)
+    except MemoryError as exc:   # numpy's _ArrayMemoryError: a dense problem too large to build
+        raise InputError("--problem", f"building {args.problem} ran out of memory ({exc})",
+                         where.format(format_bytes(limit)) if limit else "") from None
+    est = too_large(problem.summary(), method, budget, limit)
+    if est is not None:
+        raise TooLarge(f"{method.label()} on {args.problem} at budget {budget}", est, limit, where)
     key = {"problem": problem.name, "method": method.label(), "budget": budget, "seed": seed}
     record = run_one(problem, method, budget, rng_for(key), seed=seed)
     if args.json:
@@ -108,6 +120,15 @@ def cmd_run(args) -> int:
     else:
         print(format_record(record))
     return 0 if record["status"] == "ok" else 1
+
+
+def _memory_limit(option: str | None) -> tuple[int | None, str]:
+    """(bytes a job may use, how to say where that limit comes from)."""
+    from harness.footprint import available_memory, parse_bytes
+
+    if option is not None:
+        return parse_bytes("--memory-limit", option), "the memory limit (--memory-limit) is {}"
+    return available_memory(), "this machine has {} available"
 
 
 def format_record(r: dict) -> str:
@@ -127,6 +148,10 @@ def format_record(r: dict) -> str:
         lines.append(f"  test probabilities: MAE {r['mae']:.3g}")
     lines.append(f"  CPU {r['cpu_seconds']:.2f} s, wall {r['wall_seconds']:.2f} s, "
                  f"peak memory {r['peak_memory_mb']:.0f} MB")
+    if r.get("setup_cpu_seconds") is not None:
+        lines.append(f"  set-up (prepare) CPU {r['setup_cpu_seconds']:.2f} s, wall "
+                     f"{r['setup_wall_seconds']:.2f} s"
+                     + (" (cached: built by an earlier job)" if r["setup_cached"] else ""))
     if r.get("diagnostics"):
         lines.append("  diagnostics: " + ", ".join(f"{k}={v}" for k, v in r["diagnostics"].items()))
     return "\n".join(lines)

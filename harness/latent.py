@@ -139,6 +139,26 @@ class LatentPrior:
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def latent_prior_memory(n_train: int, n_test: int) -> tuple[dict[str, int], dict[str, int]]:
+    """(held, set-up) bytes of a LatentPrior (harness.footprint): K_j and its factor L, the
+    test arrays W, A and B; building L makes one transient N x N copy."""
+    from harness.footprint import dense
+
+    return ({"latent prior K + jitter": dense(n_train), "latent factor": dense(n_train),
+             "latent test weights": 4 * dense(n_train, n_test)},
+            {"latent factor copy": dense(n_train)})
+
+
+def prepare_latent_prior(problem: Problem, jitter: float) -> None:
+    """Build the cached LatentPrior in a method's prepare (a singular prior is reported by
+    the estimate itself, as a failed Estimate)."""
+    if not problem.is_orthant:
+        try:
+            latent_prior(problem, jitter)
+        except SingularPrior:
+            pass
+
+
 def latent_prior(problem: Problem, jitter: float = GPML_JITTER) -> LatentPrior:
     """The cached LatentPrior of a problem (built once per problem object and jitter)."""
     per_problem = _CACHE.setdefault(problem, {})

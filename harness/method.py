@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.estimate import Estimate
+from harness.footprint import MemoryEstimate, dense
 from harness.problem import Problem
 
 
@@ -72,6 +73,23 @@ class Method(ABC):
             return self.name
         return f"{self.name}[{','.join(f'{k}={v}' for k, v in sorted(changed.items()))}]"
 
+    # ---- memory -------------------------------------------------------------------------
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """Peak memory of one job before it runs (harness.footprint), from the sizes alone.
+
+        Default, a conservative bound for a method that does not say: it holds dense R and its
+        factor L (2 x 8 N² bytes) and the test rows (8 N n_test), and the estimate allocates
+        up to four N x N work matrices plus two sample arrays of budget x (N + n_test) doubles,
+        capped at 1 GiB (a method that keeps more samples must override this). The problem's
+        own representation is added by harness.footprint.job_memory.
+        """
+        return MemoryEstimate(
+            held={"dense R": dense(n_train), "dense factor L": dense(n_train),
+                  "test rows": dense(n_train, n_test)},
+            work={"work matrices (assumed 4 x N x N)": 4 * dense(n_train),
+                  "samples (assumed, at most 1 GiB)": min(2 * dense(budget, n_train + n_test),
+                                                          2**30)})
+
     # ---- work ---------------------------------------------------------------------------
     def prepare(self, problem: Problem) -> None:
         """One-time work kept out of the timed region (e.g. JIT compilation). Default: none.
@@ -95,6 +113,15 @@ class Method(ABC):
         result = self._estimate(problem, int(budget), rng)
         result.check(problem.n_test)
         return result
+
+    def needs_dense(self, problem: Problem) -> bool:
+        """Whether this instance reads the problem's dense K, R or Cholesky factor.
+
+        True by default (the runner then builds them in the timed set-up, and the memory
+        estimate counts them); a method that works from the representation (`problem.cov`:
+        tiles, products, the diagonal) overrides it.
+        """
+        return True
 
     def z_unbiased(self) -> bool:
         """Whether this instance's Ẑ is unbiased for Z (override when settings decide it)."""

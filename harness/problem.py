@@ -30,7 +30,6 @@ from harness.kernels import Kernel
 from harness.linalg import check_covariance, cholesky_lower
 
 ORDERS = ("interleave", "shuffle", "as-given")
-WARM_MAX_N = 4096   # Problem.warm builds the dense quantities up to this N (3 x 128 MB)
 
 
 @dataclass(frozen=True)
@@ -223,14 +222,14 @@ class Problem:
     def n_test(self) -> int:
         return self.cov.n_test
 
-    def warm(self, max_n: int = WARM_MAX_N) -> None:
-        """Build the dense K, R and Cholesky factor now if N <= max_n, else nothing.
+    def warm(self, max_n: int | None = None) -> None:
+        """Build the dense K, R and Cholesky factor now (if N <= max_n, when given).
 
-        The runner calls this before a method's timed region, so that at small N a method's
-        timing excludes them exactly as when every problem was built dense; above max_n a
-        method that wants them pays for them (or builds what it needs from `cov`).
+        The runner calls this in a method's timed set-up when the method reads them
+        (Method.needs_dense), so the estimate's timing excludes them exactly as when every
+        problem was built dense; a method that builds what it needs from `cov` never pays.
         """
-        if self.n_train <= max_n:
+        if max_n is None or self.n_train <= max_n:
             if not self.is_orthant:
                 self.K  # noqa: B018
             self.chol  # noqa: B018

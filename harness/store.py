@@ -3,7 +3,9 @@
 Plain data only (numbers, text, JSON), so opening a store from elsewhere runs no code.
 Tables:
   jobs(job_id PRIMARY KEY, sweep, problem, method, budget, replicate, status, reason,
-       log_z, cpu_seconds, abs_log_error, mape_percent, mae, finished_at, record JSON)
+       log_z, cpu_seconds, abs_log_error, mape_percent, mae, finished_at, record JSON,
+       setup_cpu_seconds)  -- the set-up (Method.prepare) CPU time, apart from cpu_seconds;
+                              added to older stores when they are opened
   problems(name PRIMARY KEY, summary JSON)     -- Problem.summary(), truth arrays included
   metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...;
                                                tune_reference:<problem name>: the exact log Z
@@ -56,6 +58,12 @@ CREATE TABLE IF NOT EXISTS job_log (
 """
 
 
+_ADDED_COLUMNS = ("setup_cpu_seconds",)   # after the first schema: added by ALTER TABLE
+_COLUMNS = ("job_id", "sweep", "problem", "method", "budget", "replicate", "status", "reason",
+            "log_z", "cpu_seconds", "abs_log_error", "mape_percent", "mae", "finished_at",
+            "record", *_ADDED_COLUMNS)
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, allow_nan=False, default=str)
 
@@ -70,6 +78,10 @@ class ResultStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        for column in _ADDED_COLUMNS:
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} REAL")
         self._db.commit()
 
     def close(self) -> None:
@@ -90,11 +102,11 @@ class ResultStore:
             record.get("reason", ""), record.get("log_marginal_likelihood"),
             record.get("cpu_seconds"), record.get("abs_log_error"), record.get("mape_percent"),
             record.get("mae"), record.get("finished_at") or datetime.now(UTC).isoformat(),
-            _json(record),
+            _json(record), record.get("setup_cpu_seconds"),
         )
         with self._db:
-            self._db.execute("INSERT OR REPLACE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                             row)
+            self._db.execute(f"INSERT OR REPLACE INTO jobs ({', '.join(_COLUMNS)}) VALUES "
+                             f"({', '.join('?' * len(_COLUMNS))})", row)
             self._db.execute(
                 "INSERT INTO job_log (job_id, status, finished_at, stored_at) VALUES (?,?,?,?)",
                 (record["job_id"], record["status"], row[13], datetime.now(UTC).isoformat()))

@@ -51,12 +51,15 @@ from scipy.special import logsumexp
 from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
+from harness.footprint import MemoryEstimate, dense
 from harness.latent import (
     LatentPrior,
     SingularPrior,
     latent_prior,
+    latent_prior_memory,
     log_ndtr_array,
     predict_from_means,
+    prepare_latent_prior,
 )
 from harness.method import Method
 from harness.problem import Problem
@@ -153,6 +156,18 @@ class AnnealedSampler(Method):
                 f"method {self.label()}: setting 'burn_in'",
                 f"{self.burn_in} burn-in blocks is larger than the budget of {budget} samples",
                 "lower burn_in or raise the budget")
+
+    def prepare(self, problem: Problem) -> None:
+        prepare_latent_prior(problem, self.jitter)
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """The latent prior (K_j, its factor, test weights); the kept samples (budget x N),
+        their predictive means and probabilities (2 x budget x n_test), the chains' states."""
+        held, setup = latent_prior_memory(n_train, n_test)
+        work = {"kept samples": dense(budget, n_train),
+                "predictive means": 2 * dense(budget, n_test),
+                "chains": 8 * dense(1 + self.ais_runs, n_train)}
+        return MemoryEstimate(held, work, setup)
 
     def n_temperatures(self, budget: int) -> int:
         return self.temperatures or max(budget, 2)

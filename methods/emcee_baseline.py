@@ -31,7 +31,13 @@ from scipy.special import log_ndtr, ndtr
 from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
-from harness.latent import SingularPrior, latent_prior
+from harness.footprint import MemoryEstimate, dense
+from harness.latent import (
+    SingularPrior,
+    latent_prior,
+    latent_prior_memory,
+    prepare_latent_prior,
+)
 from harness.method import Method
 from harness.problem import Problem
 
@@ -79,6 +85,22 @@ class EmceeEnsemble(Method):
                 f"{self.walkers} walkers are too few for {n_train} dimensions: the stretch "
                 "move never leaves the span of the walkers, and emcee asks for at least twice "
                 "the dimension", f"use walkers >= {2 * n_train}, or 0 for 2N + 2")
+
+    def prepare(self, problem: Problem) -> None:
+        prepare_latent_prior(problem, self.jitter)
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """The latent prior; the ensemble (walkers x N): its coordinates, the previous ones,
+        emcee's proposals and the log-probability's product and log Φ (6 arrays), Lᵀ; the
+        trace of the kept steps ((1 + 3 tracked test points) per walker and step) and the
+        walkers' test means."""
+        held, setup = latent_prior_memory(n_train, n_test)
+        W = self.n_walkers(n_train)
+        kept = budget - int(self.burn_in_fraction * budget)
+        work = {"walkers (6 x walkers x N)": 6 * dense(W, n_train), "L transpose": dense(n_train),
+                "trace": dense(kept * W, 1 + min(TRACKED_TEST_POINTS, n_test)),
+                "walker test means": 2 * dense(W, n_test)}
+        return MemoryEstimate(held, work, setup)
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         try:

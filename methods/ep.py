@@ -31,6 +31,7 @@ from scipy.special import log_ndtr, ndtr
 from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
+from harness.footprint import MemoryEstimate, dense
 from harness.latent import LOG_SQRT_2PI
 from harness.method import Method
 from harness.problem import Problem
@@ -123,6 +124,13 @@ class ExpectationPropagation(Method):
         if not (isinstance(tol, int | float) and tol > 0):
             raise InputError(f"method {self.name}: setting 'tol'",
                              f"must be a positive number, got {tol!r}")
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """K is the problem's; each recompute builds B, its factor, V, VᵀV and the new Σ while
+        the previous Σ and factor are alive (7 N x N), plus the test cross-covariances."""
+        return MemoryEstimate(held={"test rows": dense(n_train, n_test)},
+                              work={"EP work matrices (7 x N x N)": 7 * dense(n_train),
+                                    "test solves": 2 * dense(n_train, n_test)})
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         y = problem.y_train.astype(float)

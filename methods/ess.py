@@ -126,6 +126,7 @@ class EllipticalSlice(AnnealedSampler):
         self._check_common()
 
     def prepare(self, problem: Problem) -> None:
+        super().prepare(problem)
         warm_up()
 
     def make_kernel(self, problem, prior, n_chains):

@@ -37,6 +37,7 @@ from numba import njit
 from scipy.special import log_ndtr as sp_log_ndtr
 
 from harness.errors import InputError
+from harness.footprint import MemoryEstimate, dense
 from harness.latent import GPML_JITTER, LatentPrior, inv_mills, log_ndtr
 from harness.methods.ais import AnnealedSampler, Kernel
 from harness.problem import Problem
@@ -409,7 +410,20 @@ class HamiltonianMC(AnnealedSampler):
                              f"must be between 0 and 1, got {target_accept!r}")
 
     def prepare(self, problem: Problem) -> None:
+        super().prepare(problem)
         warm_up()
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """The annealed sampler's, plus C K_j C (default) or GPML's copy of C K C (2 N x N
+        while it is made) and the leapfrog arrays of every chain."""
+        est = super().memory_estimate(n_train, n_test, budget)
+        work = {**est.work, "leapfrog arrays": 8 * dense(1 + self.ais_runs, n_train)}
+        held = dict(est.held)
+        if self.gpml_compat:
+            work["C K C copy"] = 2 * dense(n_train)
+        else:
+            held["C K_j C"] = dense(n_train)
+        return MemoryEstimate(held, work, est.setup)
 
     def make_kernel(self, problem, prior, n_chains):
         if self.gpml_compat:

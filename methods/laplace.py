@@ -25,6 +25,7 @@ from scipy.special import log_ndtr, ndtr
 from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
+from harness.footprint import MemoryEstimate, dense
 from harness.latent import LOG_SQRT_2PI
 from harness.method import Method
 from harness.problem import Problem
@@ -55,6 +56,13 @@ class LaplaceApproximation(Method):
         if not (isinstance(tol, int | float) and tol > 0):
             raise InputError(f"method {self.name}: setting 'tol'",
                              f"must be a positive number, got {tol!r}")
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """K is the problem's; each Newton step builds the outer product, B and its factor
+        while the previous factor is alive (4 N x N), plus the test solves."""
+        return MemoryEstimate(held={"test rows": dense(n_train, n_test)},
+                              work={"Newton work matrices (4 x N x N)": 4 * dense(n_train),
+                                    "test solves": 2 * dense(n_train, n_test)})
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         K = problem.K

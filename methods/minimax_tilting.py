@@ -32,6 +32,7 @@ import numpy as np
 from scipy.optimize import root
 
 from harness.estimate import Estimate
+from harness.footprint import MemoryEstimate, dense
 from harness.methods.sov import Sov, SovStep
 from harness.problem import Problem
 from harness.reorder import cached, ordered_problem
@@ -123,6 +124,14 @@ class MinimaxTilting(Sov):
     def prepare(self, problem: Problem) -> None:
         super().prepare(problem)
         self.shifts(problem)
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """SOV's, plus the saddle point's set-up: the 2(N-1) x 2(N-1) Jacobian J (4 N x N),
+        MINPACK's copy of it and its triangular factor (4 + 2), and the N x N pieces J is
+        assembled from (L̃, diag(dP) L̃, L̃ᵀ diag(dP) L̃, the identity, ...: 6)."""
+        est = super().memory_estimate(n_train, n_test, budget)
+        setup = {**est.setup, "saddle-point Jacobian and work": 16 * dense(n_train)}
+        return MemoryEstimate(est.held, est.work, setup)
 
     def make_step(self, E, rows, rng) -> TiltStep:
         return TiltStep(E, self._mu)

@@ -37,6 +37,7 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.estimate import Estimate
+from harness.footprint import MemoryEstimate, dense
 from harness.method import Method
 from harness.problem import Problem
 
@@ -77,6 +78,12 @@ class ScipyGenz(Method):
             raise InputError(f"method {self.name}: setting 'abseps'",
                              f"must be a number >= 0, got {abseps!r}",
                              "0 uses the whole budget; 1e-5 is SciPy's default")
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """Dense R; SciPy copies it into its permuted, scaled Cholesky factor (and copies that
+        again when it is not C-contiguous); its lattice points are O(N) per batch."""
+        return MemoryEstimate(held={"dense R": dense(n_train)},
+                              work={"scipy's Cholesky factor and its copy": 2 * dense(n_train)})
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         R = problem.R

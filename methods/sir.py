@@ -115,5 +115,10 @@ class Sir(Sov):
             raise InputError(f"{field} 'resampling'",
                              f"must be one of {RESAMPLINGS}, got {resampling!r}")
 
+    def particle_memory(self, n_vars, n_test, budget, block, extra=0, per_variable=None):
+        """SOV's, with the walk's spare history for the resampling gathers (measured with
+        tracemalloc at N = 2000: 44 bytes per particle and variable; 48 here)."""
+        return super().particle_memory(n_vars, n_test, budget, block, extra, per_variable=48)
+
     def make_step(self, E, rows, rng) -> SirStep:
         return SirStep(E, rows, self.ess_threshold, self.resampling, rng)

@@ -69,14 +69,21 @@ from scipy.special import log_ndtr, logsumexp
 from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
+from harness.footprint import MemoryEstimate, dense
 from harness.method import Method
 from harness.problem import Problem
 from harness.qmc import DEGENERATE_SHARE, KINDS, PointSet, batch_error, split_budget
 from harness.reorder import REORDERINGS, ordered_problem
-from harness.sequential import CholeskyWalk, WalkResult
+from harness.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.truncnorm import draw_above
 
 _TEST_ELEMENTS = 1 << 22   # test-variable block size (particles x test points) in memory
+# Bytes per particle and variable at the peak of a chunk (harness.footprint): generating the
+# Sobol' points holds scipy's (n, N) float draws, their 2^30-scaled copy and the uint32 digits
+# beside the (N, n) output (8 + 8 + 8 + 4 = 28); the walk holds E, the history Z and the
+# block products' working copy of the history slice (measured with tracemalloc at N = 2000:
+# 27 bytes for sobol and random points). Rounded up.
+_POINT_BYTES = {"sobol": 32, "lattice": 32, "random": 32}
 
 
 class SovStep:
@@ -184,6 +191,29 @@ class Sov(Method):
 
     def prepare(self, problem: Problem) -> None:
         self.factor(problem)   # the (cached) reordering and factor, outside the timed region
+
+    # ---- memory (harness.footprint) -------------------------------------------------------
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """Dense R, L and test rows (plus a reordered copy of both); chunked particles."""
+        held = {"dense R": dense(n_train), "dense factor L": dense(n_train),
+                "test rows": 2 * dense(n_train, n_test)}          # B and W = L^{-1} B
+        setup = {}
+        if self.reorder != "none":
+            held["reordered factor"] = dense(n_train)
+            held["reordered test rows"] = dense(n_train, n_test)
+            setup["reordering Schur complement"] = dense(n_train)
+        block = self.block_size or default_block_size(n_train)
+        return MemoryEstimate(held, self.particle_memory(n_train, n_test, budget, block), setup)
+
+    def particle_memory(self, n_vars: int, n_test: int, budget: int, block: int,
+                        extra: int = 0, per_variable: int | None = None) -> dict[str, int]:
+        """Bytes of one chunk's arrays: point set and history, and the test block."""
+        n = min(budget, self.points_per_chunk(n_vars, n_test, block, extra))
+        per = _POINT_BYTES[self.points] if per_variable is None else per_variable
+        out = {"particles (points, history)": n * (per * n_vars + extra + 8 * 3 * block)}
+        if n_test:
+            out["test block"] = 3 * 8 * min(n * n_test, max(_TEST_ELEMENTS, n))
+        return out
 
     # ---- the estimator --------------------------------------------------------------------
     def make_step(self, E: np.ndarray, rows, rng: np.random.Generator) -> SovStep:

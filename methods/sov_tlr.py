@@ -44,12 +44,32 @@ import scipy.linalg
 
 from harness.deadline import check_deadline
 from harness.errors import InputError
+from harness.footprint import MemoryEstimate, dense
 from harness.methods.sov import Factor, Sov
 from harness.problem import Problem
 from harness.reorder import cached, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult
 
 TLR_REORDERINGS = ("none", "kdtree", "block")
+# Off-diagonal tile rank assumed by the memory estimate (harness.footprint) before the factor
+# exists: one-factor covariances have rank 1; 2-D RBF problems at tolerance 1e-8 measured mean
+# ranks 13-15 in k-d tree order and 50-62 as given (N = 4000, b = 63). Capped at the tile size,
+# and the full tile size when tolerance = 0.
+ASSUMED_RANK = 32
+
+
+def tlr_memory(n_vars: int, n_test: int, tile: int, rank: int) -> tuple[dict[str, int], int]:
+    """({part: bytes} of a tile-low-rank factor, columns of the walk's projection buffer H).
+
+    Diagonal tiles b x b (N b numbers); each of the ~(N/b)^2 / 2 off-diagonal tiles and the
+    (n_test / b)(N / b) test tiles stores U and V, 2 b k numbers.
+    """
+    nb, tb = -(-n_vars // tile), -(-n_test // tile)
+    off, test = nb * (nb - 1) // 2, tb * nb
+    return ({"diagonal tiles": 8 * n_vars * tile,
+             f"off-diagonal tiles (assumed rank {rank})": 8 * off * 2 * tile * rank,
+             f"test tiles (assumed rank {rank})": 8 * test * 2 * tile * rank},
+            (off + test) * rank)
 
 
 def default_tile(n_vars: int) -> int:
@@ -257,6 +277,23 @@ class SovTlr(Sov):
             raise InputError(f"{field} 'tile_size'", "must be an integer >= 0 (0: ~sqrt(N))")
         if not (np.isfinite(tolerance) and 0 <= tolerance < 1):
             raise InputError(f"{field} 'tolerance'", f"must be in [0, 1), got {tolerance!r}")
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """Dense R and L (the factor is still computed densely, then compressed: module doc),
+        the compressed factor at an assumed rank (ASSUMED_RANK), and SOV's chunked particles
+        with the projection buffer H (8 bytes per particle and column)."""
+        tile = min(self.tile_size or default_tile(n_train), n_train)
+        rank = tile if self.tolerance == 0 else min(tile, ASSUMED_RANK)
+        factor, h_cols = tlr_memory(n_train, n_test, tile, rank)
+        held = {"dense R": dense(n_train), "dense factor L": dense(n_train),
+                "test rows": 2 * dense(n_train, n_test), **factor}
+        setup = {"compression copies": sum(factor.values())}
+        if self.reorder != "none":
+            held["reordered factor"] = dense(n_train)
+            held["reordered test rows"] = dense(n_train, n_test)
+            setup["reordering Schur complement"] = dense(n_train)
+        return MemoryEstimate(held, self.particle_memory(n_train, n_test, budget, tile,
+                                                         extra=8 * h_cols), setup)
 
     def tlr_factor(self, problem: Problem) -> TileLowRankFactor:
         """The (cached) tile-low-rank factor of the problem for these settings."""

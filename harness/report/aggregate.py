@@ -179,6 +179,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
             "n_train": r.get("n_train"),
             "n_test": r.get("n_test"),
             **{c: _float(r.get(c)) for c in COST_COLUMNS},
+            "setup_cpu_seconds": _float(r.get("setup_cpu_seconds")),
             # values the runner computed, used when the store has no summary of the problem
             "_rec_abs_log_error": _float(r.get("abs_log_error")),
             "_rec_mape_percent": _float(r.get("mape_percent")),
@@ -189,8 +190,8 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
     jobs = pd.DataFrame(rows, columns=[
         "job_id", "sweep", "problem", "method", "method_name", "exact_method", "budget",
         "budget_unit", "replicate", "status", "reason", "log_z", "log_z_se", "probabilities",
-        "n_train", "n_test", *COST_COLUMNS, "_rec_abs_log_error", "_rec_mape_percent",
-        "_rec_mae", "_rec_truth_kind", "_rec_true_log_z"])
+        "n_train", "n_test", *COST_COLUMNS, "setup_cpu_seconds", "_rec_abs_log_error",
+        "_rec_mape_percent", "_rec_mae", "_rec_truth_kind", "_rec_true_log_z"])
     ok = jobs["status"] == OK
 
     # problems known only from their jobs still get a section

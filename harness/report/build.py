@@ -111,7 +111,8 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
             "name": name, "anchor": "p-" + html.anchor(name), "facts": _facts(data, name),
             "figure_specs": specs,
             "figures": [html.figure_context(f, svgs[f.key]) for f in specs],
-            "tables": [t for t in (tables.problem_table(data, palette, name),) if t],
+            "tables": [t for t in (tables.problem_table(data, palette, name),
+                                   tables.setup_table(data, palette, name)) if t],
             "spread": tables.spread_table(data, palette, name),
         })
     cross = [f for f in figure_specs if not f.section]

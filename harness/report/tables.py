@@ -172,6 +172,27 @@ def problem_table(data: ReportData, palette, problem: str) -> Table:
                          "method × budget; failed and timed-out runs are counted in 'ok / jobs'.")
 
 
+def setup_table(data: ReportData, palette, problem: str) -> Table:
+    """Per method: median set-up CPU (Method.prepare, paid once per problem and worker) beside
+    the median estimate CPU at the method's largest budget."""
+    jobs = data.jobs[(data.jobs["problem"] == problem) & (data.jobs["status"] == OK)]
+    rows = []
+    for method, grp in jobs.groupby("method", sort=True):
+        setup = grp["setup_cpu_seconds"].dropna()
+        if setup.empty:
+            continue   # stored before set-up was recorded
+        top = grp[grp["budget"] == grp["budget"].max()]
+        rows.append([method_cell(data, palette, method), _c(fmt(float(setup.median()), 3), "num"),
+                     _c(fmt_budget(int(top["budget"].iloc[0])), "num"),
+                     _c(fmt(float(top["cpu_seconds"].median()), 3), "num")])
+    return Table(f"setup-{problem}", "Set-up and estimate CPU time",
+                 ["method", "set-up CPU s (median)", "largest budget", "estimate CPU s (median)"],
+                 rows, section=problem,
+                 caption="Set-up (factorisations, reorderings, saddle points, compression) is "
+                         "paid once per problem and worker and is not part of the estimate's "
+                         "CPU time; medians over the successful jobs.")
+
+
 def spread_table(data: ReportData, palette, problem: str) -> Table:
     """Median [IQR] of CPU seconds and the errors per cell (robust view of the replicates)."""
     cells = data.cells[data.cells["problem"] == problem]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 from harness.cli import command, parse_int
@@ -70,11 +71,30 @@ def cmd_sweep(args) -> int:
                   + ", ".join(f"{k} {lo:g}..{hi:g} ({n} points)"
                               for k, (lo, hi, n) in t.space.items()))
         print(f"  store {args.store or sweep.store}, report {sweep.report}")
+        for reason in _check_skipped(sweep, args, workers):
+            print(f"not planned: {reason}")
         return 0
     tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
     outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
                         tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report)
     return 0 if outcome.complete else 1
+
+
+def _check_skipped(sweep, args, workers) -> list[str]:
+    """The not-planned lines of `sweep --check`, against the same worker memory as a run
+    (with --scheduler, the connected workers' smallest memory_limit)."""
+    from harness.sweep.cluster import TLSOptions, check_options, connect
+    from harness.sweep.driver import worker_memory
+    from harness.sweep.plan import skipped_pairs
+
+    tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
+    check_options(args.scheduler, workers, tls)
+    with ExitStack() as stack:
+        def connected():
+            return stack.enter_context(connect(args.scheduler, workers, tls))
+
+        limit = worker_memory(sweep, args.scheduler, workers, None, connected)
+        return skipped_pairs(sweep, limit)
 
 
 def _setup_export(p):

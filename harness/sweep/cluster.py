@@ -29,6 +29,22 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def local_worker_memory(workers: int | None = None) -> int:
+    """The memory_limit each worker of the local cluster gets: Dask's LocalCluster default,
+    the machine's (or cgroup's) memory divided by the number of workers."""
+    from distributed.system import MEMORY_LIMIT
+
+    return int(MEMORY_LIMIT / (workers or default_workers()))
+
+
+def workers_memory_limit(client) -> int | None:
+    """The smallest memory_limit of the connected workers (None: none set, or no workers)."""
+    limits = [w.get("memory_limit") for w in
+              client.scheduler_info(n_workers=-1).get("workers", {}).values()]
+    limits = [int(v) for v in limits if v]
+    return min(limits) if limits else None
+
+
 @dataclass(frozen=True)
 class TLSOptions:
     ca_file: str | None = None
@@ -150,7 +166,8 @@ def connect(scheduler: str | None = None, workers: int | None = None,
         config["distributed.scheduler.allowed-failures"] = allowed_failures
     with dask.config.set(config):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                               memory_limit=local_worker_memory(n), host="127.0.0.1",
+                               dashboard_address="127.0.0.1:0",
                                silence_logs=logging.ERROR)
         try:
             client = Client(cluster, set_as_default=False)

@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -150,6 +151,20 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                 pass
 
 
+def worker_memory(sweep: Sweep, scheduler: str | None, workers: int | None, client,
+                  connected: Callable[[], Any]) -> int | None:
+    """A worker's memory for planning: the sweep file's memory_limit, else the local cluster's
+    per-worker limit, else the smallest memory_limit of the connected workers (`connected()`
+    returns the Connection, connecting if needed)."""
+    from harness.sweep.cluster import local_worker_memory, workers_memory_limit
+
+    if sweep.memory_limit is not None:
+        return sweep.memory_limit
+    if scheduler is None and client is None:
+        return local_worker_memory(workers)
+    return workers_memory_limit(connected().client)
+
+
 def run_sweep(
     sweep: Sweep | str | Path, *, store: str | Path | None = None, workers: int | None = None,
     scheduler: str | None = None, tls=None, rerun_failed: bool = False, report: bool = True,
@@ -171,9 +186,20 @@ def run_sweep(
     if not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep)
     store_path = Path(store) if store is not None else sweep.store
-    jobs = plan(sweep)
-    outcome = Outcome(total=len(jobs), store=str(store_path))
-    with ResultStore(store_path) as db:
+    with ExitStack() as stack:
+        conn = None
+
+        def connected():
+            nonlocal conn
+            if conn is None:
+                conn = stack.enter_context(connect(scheduler, workers, tls, allowed_failures,
+                                                   client=client))
+            return conn
+
+        limit = worker_memory(sweep, scheduler, workers, client, connected)
+        jobs = plan(sweep, limit)
+        outcome = Outcome(total=len(jobs), store=str(store_path))
+        db = stack.enter_context(ResultStore(store_path))
         todo = pending(jobs, db, rerun_failed)
         outcome.skipped = len(jobs) - len(todo)
         n_budgets = len({b for m in sweep.methods for b in m.budgets})
@@ -182,29 +208,29 @@ def run_sweep(
               f"replicates"
               + (f", tuning: {', '.join(sweep.tune.strategies)}" if sweep.tune else "")
               + f"); store {store_path}", file=out)
-        for reason in skipped_pairs(sweep):
+        for reason in skipped_pairs(sweep, limit):
             print(f"not planned: {reason}", file=out)
         print(f"{outcome.skipped} done, {len(todo)} to run", file=out, flush=True)
         record_metadata(db, sweep, environment_facts())
         record_references(db, sweep, out)
         if todo:
-            with connect(scheduler, workers, tls, allowed_failures, client=client) as conn:
-                print(f"cluster: {conn.description}", file=out)
-                if conn.dashboard:
-                    print(f"dashboard: {conn.dashboard}", file=out)
-                out.flush()
-                db.set_metadata("cluster", conn.description)
-                workers_seen = db.metadata().get("workers") or {}
-                workers_seen.update(worker_facts(conn.client))
-                db.set_metadata("workers", workers_seen)
-                try:
-                    execute(conn.client, todo, db, outcome, fn=fn,
-                            progress=Progress(len(todo), err))
-                except KeyboardInterrupt:
-                    print(f"interrupted: {outcome.stored} jobs stored in this run, every finished "
-                          f"job is committed; run the same command again to resume",
-                          file=err, flush=True)
-                    raise
+            conn = connected()
+            print(f"cluster: {conn.description}", file=out)
+            if conn.dashboard:
+                print(f"dashboard: {conn.dashboard}", file=out)
+            out.flush()
+            db.set_metadata("cluster", conn.description)
+            workers_seen = db.metadata().get("workers") or {}
+            workers_seen.update(worker_facts(conn.client))
+            db.set_metadata("workers", workers_seen)
+            try:
+                execute(conn.client, todo, db, outcome, fn=fn,
+                        progress=Progress(len(todo), err))
+            except KeyboardInterrupt:
+                print(f"interrupted: {outcome.stored} jobs stored in this run, every finished "
+                      f"job is committed; run the same command again to resume",
+                      file=err, flush=True)
+                raise
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
         in_store = db.status_counts(j.job_id for j in jobs)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items()))

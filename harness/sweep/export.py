@@ -18,7 +18,8 @@ FIRST = ("job_id", "sweep", "problem", "problem_spec", "method", "method_name", 
          "budget_unit", "replicate", "seed", "status", "reason", "log_marginal_likelihood",
          "log_marginal_likelihood_se", "true_log_marginal_likelihood", "abs_log_error",
          "mape_percent", "mae", "cpu_seconds", "process_cpu_seconds", "wall_seconds",
-         "job_wall_seconds", "peak_memory_mb", "n_train", "n_test", "time_limit", "worker",
+         "job_wall_seconds", "setup_cpu_seconds", "setup_wall_seconds", "setup_cached",
+         "peak_memory_mb", "n_train", "n_test", "time_limit", "worker",
          "finished_at")
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.seeding import key_digest
-from harness.sweep.spec import Sweep, incompatible
+from harness.sweep.spec import Sweep, incompatible, memory_refusal, too_large_budgets
 
 
 def job_key(problem: str, method: str, settings: dict[str, Any], budget: int, replicate: int,
@@ -53,24 +53,35 @@ class Job:
                 "time_limit": self.time_limit, "kind": self.kind, "tune": self.tune}
 
 
-def skipped_pairs(sweep: Sweep) -> list[str]:
-    """The reasons for every problem × method pair that plan() leaves out."""
+def skipped_pairs(sweep: Sweep, memory_limit: int | None = None) -> list[str]:
+    """The reasons for every problem × method pair (or some of its budgets) that plan() leaves
+    out: the method cannot run on the problem, or a job's memory estimate exceeds
+    `memory_limit` bytes (a worker's; the sweep file's memory_limit takes precedence)."""
+    limit = effective_limit(sweep, memory_limit)
     return [reason for p in sweep.problems for m in sweep.methods
-            if (reason := incompatible(p, m)) is not None]
+            if (reason := incompatible(p, m) or memory_refusal(p, m, limit)) is not None]
 
 
-def plan(sweep: Sweep) -> list[Job]:
+def effective_limit(sweep: Sweep, memory_limit: int | None) -> int | None:
+    """A worker's memory: the sweep file's memory_limit, else the cluster's."""
+    return sweep.memory_limit if sweep.memory_limit is not None else memory_limit
+
+
+def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
     """Every job of the sweep, problem by problem (in file order), larger budgets first.
 
     Keeping a problem's jobs together lets each worker reuse the problem it has built; the
-    larger budgets first shortens the tail of a sweep.
+    larger budgets first shortens the tail of a sweep. Jobs that skipped_pairs reports are
+    left out.
     """
     jobs = []
+    limit = effective_limit(sweep, memory_limit)
     strategies = sweep.tune.strategies if sweep.tune else (None,)
     for p in sweep.problems:
+        over = {m.label: too_large_budgets(p, m, limit) for m in sweep.methods}
         for budget in sorted({b for m in sweep.methods for b in m.budgets}, reverse=True):
             for m in sweep.methods:
-                if budget not in m.budgets or incompatible(p, m):
+                if budget not in m.budgets or incompatible(p, m) or budget in over[m.label]:
                     continue
                 for strategy in strategies:
                     for r in range(sweep.replicates):

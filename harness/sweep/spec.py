@@ -7,6 +7,7 @@ A sweep file (see sweeps/quick.toml)::
     seed = 0                              # the sweep seed (part of every job's key)
     replicates = 3                        # independent runs per problem × method × budget
     time_limit = 60                       # CPU seconds per job (cooperative); optional
+    memory_limit = "8GB"                  # a worker's memory; optional (default: the cluster's)
     budgets = [1000, 10000]               # or a log-spaced range:
     # budgets = { start = 1e3, stop = 1e5, num = 5 }
     every_method = true                   # also run every registered method not listed below
@@ -48,7 +49,7 @@ from harness.errors import InputError
 from harness.spec import names_file, split_spec
 from harness.sweep.tune import check_tune, parse_tune
 
-TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "budgets",
+TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "memory_limit", "budgets",
             "every_method", "problems", "methods", "output", "kind", "tune")
 OUTPUT_KEYS = ("store", "report")
 RANGE_KEYS = ("start", "stop", "num")
@@ -98,6 +99,7 @@ class Sweep:
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     kind: str = "estimate"     # or "tune" (harness.sweep.tune)
     tune: Any = None           # harness.sweep.tune.TuneSettings when kind == "tune"
+    memory_limit: int | None = None   # bytes per worker (the file's memory_limit), if given
 
     def describe(self) -> dict[str, Any]:
         """Plain summary of the sweep (for the store's metadata)."""
@@ -328,6 +330,36 @@ def incompatible(problem: ProblemEntry, method: MethodInstance) -> str | None:
     return None
 
 
+def too_large_budgets(problem: ProblemEntry, method: MethodInstance, limit: int | None
+                      ) -> dict[int, Any]:
+    """{budget: MemoryEstimate} of this pair's jobs that cannot fit `limit` bytes (a worker's
+    memory); from the problem's summary (n_train, n_test) only, nothing is built."""
+    from harness.footprint import too_large
+    from harness.registry import get_method
+
+    if limit is None or "n_train" not in problem.summary:
+        return {}
+    instance = get_method(method.name)(**method.settings)
+    over = {b: too_large(problem.summary, instance, b, limit) for b in method.budgets}
+    return {b: est for b, est in over.items() if est is not None}
+
+
+def memory_refusal(problem: ProblemEntry, method: MethodInstance, limit: int | None) -> str | None:
+    """Why some of this pair's jobs are not planned for lack of memory (one line), or None."""
+    from harness.footprint import TooLarge
+
+    over = too_large_budgets(problem, method, limit)
+    if not over:
+        return None
+    budgets = sorted(over)
+    at = (f"budget {budgets[0]}" if len(budgets) == 1 else
+          f"budgets {', '.join(map(str, budgets))}")
+    if len(budgets) == len(method.budgets) and len(budgets) > 1:
+        at = f"every budget ({budgets[0]} ...)"
+    what = f"{method.label} on {problem.name} (N = {problem.n_train:,}) at {at}"
+    return str(TooLarge(what, over[budgets[0]], limit, "the workers have {}"))
+
+
 def check_jobs(w: _Where, problems, methods) -> None:
     """Refuse settings that cannot run some budget on some problem (Method.check_job), now."""
     from harness.registry import get_method
@@ -473,6 +505,14 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
             raise w.error("time_limit", f"must be a positive number of CPU seconds, got "
                           f"{time_limit!r}", "write e.g. time_limit = 60, or leave it out")
         time_limit = float(time_limit)
+    memory_limit = raw.get("memory_limit")
+    if memory_limit is not None:
+        from harness.footprint import parse_bytes
+
+        try:
+            memory_limit = parse_bytes("memory_limit", memory_limit)
+        except InputError as exc:
+            raise w.rewrap("memory_limit", exc) from None
     every_method = raw.get("every_method", False)
     if not isinstance(every_method, bool):
         raise w.error("every_method", f"must be true or false, got {every_method!r}")
@@ -496,7 +536,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     else:
         problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
     sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
-                  methods, store, report, raw, kind, tune)
+                  methods, store, report, raw, kind, tune, memory_limit)
     if build:
         check_jobs(w, problems, methods)
         if tune is not None:

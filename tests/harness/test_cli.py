@@ -25,8 +25,10 @@ METHOD = "rejection-bootstrap"
 REQUIRED_KEYS = {"problem", "method", "budget", "seed", "status", "reason",
                  "log_marginal_likelihood", "test_probabilities", "cpu_seconds",
                  "wall_seconds", "peak_memory_mb", "true_log_marginal_likelihood",
-                 "abs_log_error", "mape_percent"}
-TIMING_KEYS = {"cpu_seconds", "process_cpu_seconds", "wall_seconds", "peak_memory_mb"}
+                 "abs_log_error", "mape_percent", "setup_cpu_seconds", "setup_wall_seconds",
+                 "setup_cached"}
+TIMING_KEYS = {"cpu_seconds", "process_cpu_seconds", "wall_seconds", "peak_memory_mb",
+               "setup_cpu_seconds", "setup_wall_seconds", "setup_cached"}
 
 
 def run_cli(capsys, *argv):

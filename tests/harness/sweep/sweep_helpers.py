@@ -101,8 +101,10 @@ def stored_jobs(store: Path) -> int:
 class DaskProcesses:
     """One `dask scheduler` and n `dask worker` processes (one thread, no nanny, 127.0.0.1)."""
 
-    def __init__(self, root: Path, n_workers: int, tls: dict[str, str] | None = None):
+    def __init__(self, root: Path, n_workers: int, tls: dict[str, str] | None = None,
+                 memory_limit: str | None = None):
         self.root = root
+        self.memory_limit = memory_limit   # each worker's --memory-limit (Dask's default: auto)
         self.tls = tls          # {"ca": path, "cert": path, "key": path}: TLS everywhere
         self.scheduler_file = root / "scheduler.json"
         self.scheduler: subprocess.Popen | None = None
@@ -134,6 +136,7 @@ class DaskProcesses:
              "--scheduler-file", str(self.scheduler_file), "--nthreads", "1", "--no-nanny",
              "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}",
              "--death-timeout", "60", "--local-directory", str(self.root / f"w{i}"),
+             *(["--memory-limit", self.memory_limit] if self.memory_limit else []),
              *self._tls_args()],
             self.root / f"worker{i}.log", self.root)
         self.workers.append(proc)

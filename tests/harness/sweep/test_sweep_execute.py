@@ -70,9 +70,11 @@ def test_run_job_is_deterministic_and_complete():
     assert a["status"] == "ok" and a["job_id"] == jobs[0].job_id
     for field in ("sweep", "replicate", "seed", "problem_spec", "job_key",
                   "log_marginal_likelihood", "test_probabilities", "cpu_seconds",
-                  "wall_seconds", "peak_memory_mb",
+                  "wall_seconds", "peak_memory_mb", "setup_cpu_seconds", "setup_wall_seconds",
                   "true_log_marginal_likelihood", "mae", "finished_at", "budget_unit"):
         assert field in a, field
+    # the worker process prepared this problem x method for the first job: the second reused it
+    assert b["setup_cached"] is True and b["setup_cpu_seconds"] == a["setup_cpu_seconds"]
     assert a["log_marginal_likelihood"] == b["log_marginal_likelihood"]
     assert a["test_probabilities"] == b["test_probabilities"]
     other = run_job(jobs[1].spec())       # next replicate: its own random stream
