@@ -99,13 +99,16 @@ def parse_bytes(field_name: str, value: Any) -> int:
 
 
 def problem_bytes(summary: Mapping[str, Any]) -> int:
-    """Bytes a problem holds by itself, from its summary (n_train, n_test) alone.
+    """Bytes a problem holds by itself, from its summary.
 
-    Today every Problem is dense: its covariance (orthant problems) or the kernel matrix K it
-    derives R from, 8 N² bytes. (For an orthant problem R *is* that covariance, so a method
-    that also counts "dense R" counts it twice: conservative.) When problems carry structured
-    covariances this becomes the size of the structure; nothing else needs to change.
+    The size of its covariance representation (Problem.summary()["covariance"]: O(N) for the
+    structured ones, 8 N² for a dense user matrix); a summary without it (an older store)
+    counts the dense 8 N². (For a dense orthant problem R *is* that covariance, so a method
+    that also counts "dense R" counts it twice: conservative.)
     """
+    cov = summary.get("covariance")
+    if isinstance(cov, Mapping) and cov.get("nbytes") is not None:
+        return int(cov["nbytes"])
     return dense(int(summary["n_train"]))
 
 
