@@ -32,9 +32,10 @@ right-looking update -- at O(N^{5/2} k) flops (b ~ sqrt(N), ranks k) in BLAS-3 p
 (b x K_i) (K_i x b), and O(N b) work space (one dense N x b panel) plus the factor, O(k N^{3/2}).
 The left-looking variant was chosen for that reason: the right-looking one recompresses every
 trailing tile at every step (T^3 / 6 = 2.8 million QR/SVD calls at T = 256) and would need
-compiled loops. Measured (benchmarks/bench_tlr.py, one-factor, tolerance 1e-8, one core): the
-set-up is ~1 s at N = 4096 and ~6 s at N = 16384, where the dense path (LAPACK + compression)
-takes ~60 s and 4 GB.
+compiled loops. Measured (benchmarks/bench_tlr.py, one-factor, tolerance 1e-8, one BLAS
+thread, a loaded machine): set-up CPU 0.4 s at N = 4096, 1.3 s at 8192, 5.7 s at 16384 (work
+space 48 MB, peak of the whole sov-tlr job at 1e4 points 0.9 GB); the dense path at N = 16384
+needs 12x the build + set-up CPU and 6.8x the peak memory (6.3 GB), with the same log Z.
 
 Block reordering (reorder="block"), inside the factorisation: before each tile column the
 remaining tile with the smallest crude log-probability sum_j log Phi(m_j / s_j) is placed next,
