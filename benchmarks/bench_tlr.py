@@ -4,7 +4,8 @@ Each job runs in its own process (so the peak resident memory, VmHWM, is the job
   one-factor N = 4096, 8192, 16384 (and 32768, 65536 with --large), sov-tlr with
   factorisation=tlr straight from OneFactorCovariance(d) (no dense matrix anywhere): set-up CPU
   and wall, estimate CPU at --points QMC points, peak memory, log Z against the exact truth
-  (one_factor_integral) in reported standard errors;
+  (one_factor_integral) in reported standard errors (Sobol' points; lattice points above
+  N = 21201, where Sobol' direction numbers end);
   one-factor N = 16384 on the dense path (dense R, LAPACK Cholesky, compression; the
   issue's baseline), with the ratios;
   with --rbf, a 2-D RBF orthant problem (uniform points in the unit square, alpha = 0.02,
@@ -69,7 +70,8 @@ def run_job(spec: dict) -> dict:
                 problem = onefactor(n=N, seed=1)   # dense R and L, as today
             else:
                 problem = _structured_problem(OneFactorCovariance(d))
-            method = SovTlr(factorisation=fac)
+            # Sobol' points exist up to dimension 21201 (harness.qmc): lattice points above
+            method = SovTlr(factorisation=fac, points="sobol" if N <= 21201 else "lattice")
         else:
             from harness.problem import Problem
 
