@@ -72,7 +72,7 @@ from harness.estimate import Estimate
 from harness.footprint import MemoryEstimate, dense
 from harness.method import Method
 from harness.problem import Problem
-from harness.qmc import DEGENERATE_SHARE, KINDS, PointSet, batch_error, split_budget
+from harness.qmc import DEGENERATE_SHARE, KINDS, SOBOL_MAX_DIM, PointSet, batch_error, split_budget
 from harness.reorder import REORDERINGS, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.truncnorm import draw_above
@@ -215,6 +215,14 @@ class Sov(Method):
             out["test block"] = 3 * 8 * min(n * n_test, max(_TEST_ELEMENTS, n))
         return out
 
+    def point_kind(self, n_vars: int) -> str:
+        """The point set used: the `points` setting, except that Sobol' points (which exist up
+        to SOBOL_MAX_DIM = 21201 dimensions in scipy) become the lattice above that (recorded
+        in the diagnostics' `points`), so the defaults run at any N."""
+        if self.points == "sobol" and n_vars > SOBOL_MAX_DIM:
+            return "lattice"
+        return self.points
+
     # ---- the estimator --------------------------------------------------------------------
     def make_step(self, E: np.ndarray, rows, rng: np.random.Generator) -> SovStep:
         """The walk's step for one chunk (SIR overrides it with a resampling step)."""
@@ -231,7 +239,7 @@ class Sov(Method):
         N, n_test = problem.n_train, problem.n_test
         sizes = split_budget(budget, self.randomisations)
         K = len(sizes)
-        points = PointSet(self.points, N, sizes, rng)
+        points = PointSet(self.point_kind(N), N, sizes, rng)
         rows_max = self.points_per_chunk(N, n_test, fac.walk.block_size,
                                          fac.extra_bytes_per_particle)
         per_base = max(1, rows_max // K)
@@ -292,7 +300,7 @@ class Sov(Method):
             return Estimate.failed(f"the reordered Cholesky factorisation failed: {exc}")
         run = self.run(problem, budget, rng)
         diagnostics = {
-            "points": self.points,
+            "points": self.point_kind(problem.n_train),
             "randomisations": len(run.sizes),
             "points_per_randomisation": int(run.sizes[0]),
             "block_size": fac.walk.block_size,

@@ -25,32 +25,36 @@ RBF problems it cuts the mean tile rank at N = 4000, b = 63, tolerance 1e-8 from
 ~13-15; classification problems only); or 'block', the block reordering of Cao et al. 2021
 (tiles placed by smallest crude probability, univariate order inside each tile).
 
-What is NOT the paper's full method, said plainly: the factor is computed densely (LAPACK /
-the reordering's blocked Cholesky, N^3/3 flops) and then compressed tile by tile (O(N^{5/2})
-flops for b ~ sqrt(N)); the paper's tile-low-rank Cholesky factorisation, which never forms the
-dense factor (O(N^{5/2}) flops and O(N^{3/2}) memory for the factor), is not implemented. Up to
-N ~ 10^4 on one machine the dense factorisation is a few seconds to a minute and happens once per
-problem in `prepare`, outside the timed region (like the dense factor of every other method);
-the per-sample cost, which is what the budget buys, is the O(N^{3/2}) of the paper.
+Factorisation (setting `factorisation`): 'tlr' builds the factor with the tile-low-rank
+Cholesky of harness.tlr straight from the problem's covariance representation (problem.cov),
+never an N x N array: O(N^{5/2} k) flops, O(N b) work space plus the factor, O(k N^{3/2});
+the block reordering happens inside it. 'dense' computes the dense factor (LAPACK, or the
+reordering's blocked Cholesky, N^3/3 flops, 8 N^2 bytes) and compresses it tile by tile.
+'auto' (default) is 'dense' below TLR_CROSSOVER variables and 'tlr' from there on: so results
+at small N are those of the dense path, and from N ~ 2000 the tlr set-up is already cheaper
+(one-factor N = 4096: see benchmarks/bench_tlr.py). The tolerance has the same meaning in
+both (per tile, tolerance * sqrt(max R_ii) from cov.diag()); the tlr factor's tiles are within
+that of the exact factor of a perturbed covariance (harness.tlr), not of the exact factor.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 import numpy as np
-import scipy.linalg
 
-from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.footprint import MemoryEstimate, dense
 from harness.methods.sov import Factor, Sov
 from harness.problem import Problem
-from harness.reorder import cached, ordered_problem
+from harness.reorder import cached, kdtree_order, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult
+from harness.tlr import (
+    TLR_REORDERINGS,
+    TileLowRankFactor,
+    build_tile_low_rank,
+    default_tile,
+    tlr_cholesky,
+)
 
-TLR_REORDERINGS = ("none", "kdtree", "block")
 # Off-diagonal tile rank assumed by the memory estimate (harness.footprint) before the factor
 # exists: one-factor covariances have rank 1; 2-D RBF problems at tolerance 1e-8 measured mean
 # ranks 13-15 in k-d tree order and 50-62 as given (N = 4000, b = 63). Capped at the tile size,
@@ -72,118 +76,8 @@ def tlr_memory(n_vars: int, n_test: int, tile: int, rank: int) -> tuple[dict[str
             (off + test) * rank)
 
 
-def default_tile(n_vars: int) -> int:
-    return int(min(n_vars, max(16, round(np.sqrt(n_vars)))))
-
-
-@dataclass
-class TileLowRankFactor:
-    """A Cholesky factor (and test rows) in tile-low-rank form; see the module doc."""
-
-    n_vars: int
-    tile: int
-    diag: list[np.ndarray]           # dense lower-triangular diagonal tiles
-    pivots: np.ndarray               # diagonal of L
-    h_cols: int                      # columns of the projection buffer H
-    v_cat: list[np.ndarray]          # source tile j: [V_ij ...] (b_j x K_j)
-    h_idx: list[np.ndarray]          # source tile j: the H columns its projections go to
-    u_cat: list[np.ndarray]          # target row r: [U_rj ...] (b_r x K_r)
-    h_range: list[tuple[int, int]]   # target row r: its H columns [h0, h1)
-    n_test: int
-    test_sd: np.ndarray
-    ranks: np.ndarray                # k of every compressed off-diagonal tile (zeros included)
-    seconds: float                   # compression time
-    order_kind: str
-    order_seconds: float
-
-    @property
-    def n_tiles(self) -> int:
-        return len(self.diag)
-
-    def stored_fraction(self) -> float:
-        """Numbers stored / numbers in the dense lower triangle (training part only)."""
-        dense = self.n_vars * (self.n_vars + 1) / 2
-        diag = sum(d.shape[0] * (d.shape[0] + 1) / 2 for d in self.diag)
-        low = sum(v.size for v in self.v_cat) + sum(u.size for u in self.u_cat[: self.n_tiles])
-        return float((diag + low) / dense)
-
-
-def _compress(block: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """(U, V) with |block - U V^T|_F <= threshold, by QR with column pivoting; None if rank 0.
-
-    block[:, P] = Q R, so block = Q R P^T; keeping k rows of R leaves the error |R[k:, :]|_F
-    exactly (R is upper triangular), so k is the smallest rank whose tail is below threshold.
-    (3.5x cheaper than an SVD on 63 x 63 tiles, at ranks at most a little above the SVD's.)
-    """
-    if np.sqrt(np.sum(block * block)) <= threshold:
-        return None
-    Q, R, P = scipy.linalg.qr(block, mode="economic", pivoting=True, check_finite=False)
-    tail = np.sqrt(np.cumsum(np.sum(R * R, axis=1)[::-1])[::-1])   # tail[k] = |R[k:, :]|_F
-    k = int(np.count_nonzero(tail > threshold))
-    if k == 0:
-        return None
-    V = np.empty((block.shape[1], k))
-    V[P] = R[:k].T
-    return np.ascontiguousarray(Q[:, :k]), V
-
-
-def build_tile_low_rank(L: np.ndarray, test_rows: np.ndarray, test_sd: np.ndarray, tile: int,
-                        tolerance: float, scale: float, order_kind: str = "none",
-                        order_seconds: float = 0.0) -> TileLowRankFactor:
-    """Compress the dense factor L (and the test rows L^{-1} B) into tile-low-rank form."""
-    t0 = time.thread_time()
-    N = len(L)
-    n_test = test_rows.shape[1]
-    bounds = [(i, min(i + tile, N)) for i in range(0, N, tile)]
-    test_bounds = [(i, min(i + tile, n_test)) for i in range(0, n_test, tile)]
-    nb = len(bounds)
-    threshold = tolerance * scale
-    # targets: training tile rows 0..nb-1 (row 0 has no sources), then the test tile rows
-    pieces: list[list[tuple[int, np.ndarray, np.ndarray]]] = []
-    ranks = []
-    for r in range(nb + len(test_bounds)):
-        check_deadline()
-        row = []
-        sources = range(r) if r < nb else range(nb)
-        for j in sources:
-            j0, j1 = bounds[j]
-            if r < nb:
-                r0, r1 = bounds[r]
-                block = L[r0:r1, j0:j1]
-            else:
-                c0, c1 = test_bounds[r - nb]
-                block = test_rows[j0:j1, c0:c1].T
-            uv = _compress(block, threshold)
-            ranks.append(0 if uv is None else uv[0].shape[1])
-            if uv is not None:
-                row.append((j, uv[0], uv[1]))
-        pieces.append(row)
-    # H layout: columns grouped by target row, then by source tile
-    h_range, u_cat, col = [], [], 0
-    per_source: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(nb)]
-    for r, row in enumerate(pieces):
-        h0 = col
-        b_r = (bounds[r][1] - bounds[r][0]) if r < nb else (
-            test_bounds[r - nb][1] - test_bounds[r - nb][0])
-        us = []
-        for j, U, V in row:
-            k = U.shape[1]
-            per_source[j].append((V, np.arange(col, col + k)))
-            us.append(U)
-            col += k
-        h_range.append((h0, col))
-        u_cat.append(np.ascontiguousarray(np.hstack(us)) if us else np.zeros((b_r, 0)))
-    v_cat = [np.ascontiguousarray(np.hstack([V for V, _ in ps])) if ps
-             else np.zeros((bounds[j][1] - bounds[j][0], 0)) for j, ps in enumerate(per_source)]
-    h_idx = [np.concatenate([idx for _, idx in ps]) if ps else np.zeros(0, dtype=np.intp)
-             for ps in per_source]
-    return TileLowRankFactor(
-        n_vars=N, tile=tile,
-        diag=[np.ascontiguousarray(L[a:b, a:b]) for a, b in bounds],
-        pivots=np.ascontiguousarray(np.diag(L)), h_cols=col, v_cat=v_cat, h_idx=h_idx,
-        u_cat=u_cat, h_range=h_range, n_test=n_test, test_sd=test_sd,
-        ranks=np.array(ranks, dtype=np.int64), seconds=time.thread_time() - t0,
-        order_kind=order_kind, order_seconds=order_seconds)
+FACTORISATIONS = ("auto", "dense", "tlr")
+TLR_CROSSOVER = 2048   # "auto": the tile-low-rank Cholesky from this many variables on
 
 
 class TileLowRankWalk(CholeskyWalk):
@@ -260,12 +154,14 @@ class SovTlr(Sov):
     test_budget = 8000
 
     def __init__(self, points: str = "sobol", randomisations: int = 10, reorder: str = "none",
-                 tile_size: int = 0, tolerance: float = 1e-8, chunk_mb: float = 512.0):
+                 tile_size: int = 0, tolerance: float = 1e-8, factorisation: str = "auto",
+                 chunk_mb: float = 512.0):
         self.points = points
         self.randomisations = randomisations
         self.reorder = reorder
         self.tile_size = tile_size
         self.tolerance = tolerance
+        self.factorisation = factorisation
         self.chunk_mb = chunk_mb
         self.block_size = 0   # the tile size is the block size; not a setting here
         self._check_common()
@@ -277,21 +173,39 @@ class SovTlr(Sov):
             raise InputError(f"{field} 'tile_size'", "must be an integer >= 0 (0: ~sqrt(N))")
         if not (np.isfinite(tolerance) and 0 <= tolerance < 1):
             raise InputError(f"{field} 'tolerance'", f"must be in [0, 1), got {tolerance!r}")
+        if factorisation not in FACTORISATIONS:
+            raise InputError(f"{field} 'factorisation'",
+                             f"must be one of {FACTORISATIONS}, got {factorisation!r}")
+
+    def uses_tlr(self, n_train: int) -> bool:
+        """Whether the factor is built by the tile-low-rank Cholesky (module doc)."""
+        if self.factorisation == "auto":
+            return n_train >= TLR_CROSSOVER
+        return self.factorisation == "tlr"
+
+    def needs_dense(self, problem: Problem) -> bool:
+        """The tile-low-rank Cholesky reads only tiles of `problem.cov`; the dense path reads R."""
+        return not self.uses_tlr(problem.n_train)
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
-        """Dense R and L (the factor is still computed densely, then compressed: module doc),
-        the compressed factor at an assumed rank (ASSUMED_RANK), and SOV's chunked particles
-        with the projection buffer H (8 bytes per particle and column)."""
+        """The compressed factor at an assumed rank (ASSUMED_RANK) and SOV's chunked particles
+        with the projection buffer H (8 bytes per particle and column); on the dense path also
+        dense R and L (factorised densely, then compressed); on the tile-low-rank path the
+        factorisation's work space instead (panels of N x b, harness.tlr)."""
         tile = min(self.tile_size or default_tile(n_train), n_train)
         rank = tile if self.tolerance == 0 else min(tile, ASSUMED_RANK)
         factor, h_cols = tlr_memory(n_train, n_test, tile, rank)
-        held = {"dense R": dense(n_train), "dense factor L": dense(n_train),
-                "test rows": 2 * dense(n_train, n_test), **factor}
+        held = dict(factor)
         setup = {"compression copies": sum(factor.values())}
-        if self.reorder != "none":
-            held["reordered factor"] = dense(n_train)
-            held["reordered test rows"] = dense(n_train, n_test)
-            setup["reordering Schur complement"] = dense(n_train)
+        if self.uses_tlr(n_train):
+            setup = {"factorisation panels": 4 * dense(n_train + n_test, tile)}
+        else:
+            held.update({"dense R": dense(n_train), "dense factor L": dense(n_train),
+                         "test rows": 2 * dense(n_train, n_test)})
+            if self.reorder != "none":
+                held["reordered factor"] = dense(n_train)
+                held["reordered test rows"] = dense(n_train, n_test)
+                setup["reordering Schur complement"] = dense(n_train)
         return MemoryEstimate(held, self.particle_memory(n_train, n_test, budget, tile,
                                                          extra=8 * h_cols), setup)
 
@@ -299,14 +213,24 @@ class SovTlr(Sov):
         """The (cached) tile-low-rank factor of the problem for these settings."""
         tile = self.tile_size or default_tile(problem.n_train)
         tile = min(tile, problem.n_train)
+        tlr = self.uses_tlr(problem.n_train)
 
         def build():
+            if tlr:
+                order = None
+                if self.reorder == "kdtree":
+                    if problem.is_orthant:
+                        ordered_problem(problem, "kdtree", tile)   # its InputError
+                    order = kdtree_order(problem.X_train, tile)
+                return tlr_cholesky(problem.cov, tile, self.tolerance,
+                                    "block" if self.reorder == "block" else "none", order,
+                                    f"kdtree{tile}" if order is not None else None)
             op = ordered_problem(problem, self.reorder, tile)
-            scale = float(np.sqrt(np.max(np.diag(problem.R))))
+            scale = float(np.sqrt(np.max(problem.cov.diag())))
             return build_tile_low_rank(op.chol, op.test_rows, op.test_sd, tile, self.tolerance,
-                                       scale, op.kind, op.seconds)
+                                       scale, op.kind, op.seconds, op.order)
 
-        return cached(problem, ("tlr", self.reorder, tile, self.tolerance), build)
+        return cached(problem, ("tlr", self.reorder, tile, self.tolerance, tlr), build)
 
     def factor(self, problem: Problem) -> Factor:
         f = self.tlr_factor(problem)
@@ -322,7 +246,10 @@ class SovTlr(Sov):
             diagnostics={
                 "reorder": f.order_kind, "reorder_seconds": f.order_seconds,
                 "tile_size": f.tile, "tiles": f.n_tiles,
+                "factorisation": f.factorisation,
+                "setup_seconds": f.seconds + f.order_seconds,
                 "compress_seconds": f.seconds,
+                "workspace_bytes": f.workspace_bytes,
                 "rank_mean": float(nz.mean()) if len(nz) else 0.0,
                 "rank_max": int(f.ranks.max()) if len(f.ranks) else 0,
                 "zero_tiles": int(np.count_nonzero(f.ranks == 0)),

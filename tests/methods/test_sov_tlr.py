@@ -129,10 +129,48 @@ def test_kdtree_ordering_gives_the_same_answer():
 
 @pytest.mark.parametrize("setting, value", [("reorder", "univariate"), ("tile_size", -1),
                                             ("tolerance", 1.5), ("points", "x"),
-                                            ("randomisations", 0)])
+                                            ("randomisations", 0), ("factorisation", "lu")])
 def test_bad_settings(setting, value):
     with pytest.raises(InputError, match=setting):
         SovTlr(**{setting: value})
+
+
+# ---- the tile-low-rank Cholesky (harness.tlr) inside sov-tlr ---------------------------------
+@pytest.mark.parametrize("problem, reorder", [
+    (onefactor(n=300, seed=3), "none"), (onefactor(n=250, seed=5), "block"),
+    (linear1d(n_train=170, n_test=45, seed=4), "none"),
+    (gauss2class(n_train=200, n_test=30, d=2, alpha=0.5), "kdtree")],
+    ids=["onefactor", "onefactor-block", "linear1d", "rbf-kdtree"])
+def test_tlr_factorisation_gives_the_dense_answer(problem, reorder):
+    """Same QMC points, tight tolerance: the tlr and dense factorisations give one estimate."""
+    est = {}
+    for fac in ("dense", "tlr"):
+        method = SovTlr(tolerance=1e-10, tile_size=24, reorder=reorder, factorisation=fac)
+        est[fac] = method.estimate(problem, 2000, np.random.default_rng(5))
+        assert est[fac].diagnostics["factorisation"] == fac
+    a, b = est["dense"], est["tlr"]
+    assert b.log_marginal_likelihood == pytest.approx(a.log_marginal_likelihood, abs=1e-6)
+    assert b.log_marginal_likelihood_se == pytest.approx(a.log_marginal_likelihood_se, rel=1e-4)
+    if problem.n_test:
+        np.testing.assert_allclose(b.test_probabilities, a.test_probabilities, atol=1e-7)
+
+
+def test_tlr_factorisation_against_the_oracle():
+    problem = onefactor(n=500, seed=11)
+    est = SovTlr(factorisation="tlr").estimate(problem, 10_000, np.random.default_rng(3))
+    d = est.diagnostics
+    assert d["factorisation"] == "tlr" and d["rank_max"] == 1 and d["workspace_bytes"] > 0
+    truth = problem.truth.log_marginal_likelihood
+    assert abs(est.log_marginal_likelihood - truth) <= 3 * est.log_marginal_likelihood_se
+
+
+def test_auto_is_dense_at_small_n():
+    from harness.methods.sov_tlr import TLR_CROSSOVER
+
+    method = SovTlr()
+    assert not method.uses_tlr(TLR_CROSSOVER - 1) and method.uses_tlr(TLR_CROSSOVER)
+    est = method.estimate(onefactor(n=100, seed=0), 200, np.random.default_rng(0))
+    assert est.diagnostics["factorisation"] == "dense"
 
 
 # ---- the issue's agreement check ------------------------------------------------------------
