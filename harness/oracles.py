@@ -27,6 +27,7 @@ from scipy.special import log_ndtr, logsumexp, roots_hermitenorm, roots_legendre
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 _DROP = 75.0  # nats below the maximum where the bracket ends: e^-75 ~ 3e-33
 _BLOCK = 1 << 21  # elements of a (nodes x N) temporary: 16 MB, whatever N
+_LARGE_N = 4096   # from here on the integrands are sharply peaked (width ~ N^-1/2)
 
 
 def _rows(n: int) -> int:
@@ -54,11 +55,21 @@ def _log_integrand(a: np.ndarray, u: np.ndarray, chunk: int = 2048) -> np.ndarra
     return out
 
 
-def _bracket(g, mode: float, gmax: float) -> tuple[float, float]:
-    """Points on each side of the mode where g has dropped by more than _DROP nats."""
+def _curvature(a: np.ndarray, u: float) -> float:
+    """-g''(u) = 1 + Σ a_i² m_i (t_i + m_i), t_i = a_i u, m_i = φ(t_i)/Φ(t_i) (O(N))."""
+    t = a * u
+    m = np.exp(-0.5 * t**2 - _LOG_SQRT_2PI - log_ndtr(t))
+    return 1.0 + float(np.sum(a * a * m * (t + m)))
+
+
+def _bracket(g, mode: float, gmax: float, start: float = 0.5) -> tuple[float, float]:
+    """Points on each side of the mode where g has dropped by more than _DROP nats.
+
+    g is concave, so beyond such a point it keeps falling at least as fast: the mass outside
+    the bracket is below e^-_DROP of the peak's."""
     ends = []
     for sign in (-1.0, 1.0):
-        step = 0.5
+        step = start
         while g(mode + sign * step)[0] > gmax - _DROP:
             step *= 2.0
         ends.append(mode + sign * step)
@@ -107,7 +118,12 @@ def one_factor_integral(
     res = minimize_scalar(lambda u: -g(u)[0], bounds=(-bound, bound), method="bounded",
                           options={"xatol": 1e-10})
     mode, gmax = float(res.x), float(g(res.x)[0])
-    lo, hi = _bracket(g, mode, gmax)
+    # from N = _LARGE_N on the peak's width 1/sqrt(-g'') is far below 0.5: bracket from 20
+    # widths (a drop of ~200 nats for a Gaussian peak) so the panels fit the peak
+    start = 0.5
+    if len(a) >= _LARGE_N:
+        start = min(start, 20.0 / np.sqrt(_curvature(a, mode)))
+    lo, hi = _bracket(g, mode, gmax, start)
     amax = float(np.max(np.abs(np.concatenate([a, b])), initial=0.0))
     edges = _panel_edges(lo, hi, amax)
     half, mid = 0.5 * np.diff(edges), 0.5 * (edges[1:] + edges[:-1])
@@ -162,9 +178,6 @@ def _mode_and_curvature(A: np.ndarray, tol: float = 1e-12, max_iter: int = 100):
     t = A @ u
     m = np.exp(-0.5 * t**2 - _LOG_SQRT_2PI - log_ndtr(t))
     return u, np.eye(d) + (A * (m * (t + m))[:, None]).T @ A
-
-
-_LARGE_N = 4096   # from here on the Laplace-centred integrand is close to Gaussian
 
 
 @lru_cache(maxsize=16)
