@@ -48,7 +48,8 @@ class Fit:
     def text(self) -> str:
         if not math.isfinite(self.exponent):
             return "—"
-        return f"{self.exponent:.2f}" + (f" ± {self.se:.2f}" if math.isfinite(self.se) else "")
+        p = round(self.exponent, 2) + 0.0   # no "-0.00"
+        return f"{p:.2f}" + (f" ± {self.se:.2f}" if math.isfinite(self.se) else "")
 
 
 NO_FIT = Fit(math.nan, math.nan, 0)
