@@ -22,10 +22,17 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import log_ndtr, logsumexp, roots_legendre
+from scipy.special import log_ndtr, logsumexp, roots_hermitenorm, roots_legendre
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 _DROP = 75.0  # nats below the maximum where the bracket ends: e^-75 ~ 3e-33
+_BLOCK = 1 << 21  # elements of a (nodes x N) temporary: 16 MB, whatever N
+_LARGE_N = 4096   # from here on the integrands are sharply peaked (width ~ N^-1/2)
+
+
+def _rows(n: int) -> int:
+    """Quadrature nodes per block so that a block of log Φ values stays near _BLOCK elements."""
+    return max(1, _BLOCK // max(n, 1))
 
 
 @dataclass(frozen=True)
@@ -37,8 +44,10 @@ class OneFactorResult:
 
 
 def _log_integrand(a: np.ndarray, u: np.ndarray, chunk: int = 2048) -> np.ndarray:
-    """g(u) for a vector of u, in blocks so that memory stays at chunk * len(a)."""
+    """g(u) for a vector of u, in blocks of at most `chunk` nodes and _BLOCK elements, so
+    that memory stays bounded at any N (each row's sum is the same whatever the block)."""
     u = np.atleast_1d(np.asarray(u, dtype=float))
+    chunk = min(chunk, _rows(len(a)))
     out = np.empty(len(u))
     for s in range(0, len(u), chunk):
         uu = u[s : s + chunk]
@@ -46,11 +55,21 @@ def _log_integrand(a: np.ndarray, u: np.ndarray, chunk: int = 2048) -> np.ndarra
     return out
 
 
-def _bracket(g, mode: float, gmax: float) -> tuple[float, float]:
-    """Points on each side of the mode where g has dropped by more than _DROP nats."""
+def _curvature(a: np.ndarray, u: float) -> float:
+    """-g''(u) = 1 + Σ a_i² m_i (t_i + m_i), t_i = a_i u, m_i = φ(t_i)/Φ(t_i) (O(N))."""
+    t = a * u
+    m = np.exp(-0.5 * t**2 - _LOG_SQRT_2PI - log_ndtr(t))
+    return 1.0 + float(np.sum(a * a * m * (t + m)))
+
+
+def _bracket(g, mode: float, gmax: float, start: float = 0.5) -> tuple[float, float]:
+    """Points on each side of the mode where g has dropped by more than _DROP nats.
+
+    g is concave, so beyond such a point it keeps falling at least as fast: the mass outside
+    the bracket is below e^-_DROP of the peak's."""
     ends = []
     for sign in (-1.0, 1.0):
-        step = 0.5
+        step = start
         while g(mode + sign * step)[0] > gmax - _DROP:
             step *= 2.0
         ends.append(mode + sign * step)
@@ -99,7 +118,12 @@ def one_factor_integral(
     res = minimize_scalar(lambda u: -g(u)[0], bounds=(-bound, bound), method="bounded",
                           options={"xatol": 1e-10})
     mode, gmax = float(res.x), float(g(res.x)[0])
-    lo, hi = _bracket(g, mode, gmax)
+    # from N = _LARGE_N on the peak's width 1/sqrt(-g'') is far below 0.5: bracket from 20
+    # widths (a drop of ~200 nats for a Gaussian peak) so the panels fit the peak
+    start = 0.5
+    if len(a) >= _LARGE_N:
+        start = min(start, 20.0 / np.sqrt(_curvature(a, mode)))
+    lo, hi = _bracket(g, mode, gmax, start)
     amax = float(np.max(np.abs(np.concatenate([a, b])), initial=0.0))
     edges = _panel_edges(lo, hi, amax)
     half, mid = 0.5 * np.diff(edges), 0.5 * (edges[1:] + edges[:-1])
@@ -156,13 +180,29 @@ def _mode_and_curvature(A: np.ndarray, tol: float = 1e-12, max_iter: int = 100):
     return u, np.eye(d) + (A * (m * (t + m))[:, None]).T @ A
 
 
+@lru_cache(maxsize=16)
+def _hermite_log(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilists' Gauss–Hermite nodes and log weights (weight e^{-z^2/2}), cached.
+
+    scipy's roots_hermitenorm stays accurate for hundreds of nodes, where numpy's hermegauss
+    returns NaN or zero weights (numpy 2.4, from ~372 nodes). Weights that underflow belong to
+    nodes far in the tail (|z| > 37) and get log weight -inf: they contribute nothing.
+    """
+    x, w = roots_hermitenorm(nodes)
+    with np.errstate(divide="ignore"):
+        return x, np.log(w)
+
+
 def _gauss_hermite_log(A, B, mode, C, nodes, chunk=1 << 14):
-    """log ∫ φ_d(u) Π Φ(a_i.u) du and the log numerators for the rows of B, on a tensor rule."""
+    """log ∫ φ_d(u) Π Φ(a_i.u) du and the log numerators for the rows of B, on a tensor rule.
+
+    Quadrature nodes go in blocks of at most `chunk` and _BLOCK elements of U A^T (memory
+    bounded at any N)."""
     d = A.shape[1]
-    x, w = np.polynomial.hermite_e.hermegauss(nodes)   # weight exp(-z^2/2)
-    grids = np.meshgrid(*([x] * d), indexing="ij")
-    Zq = np.stack([g.ravel() for g in grids], axis=1)
-    logw = sum(np.log(np.meshgrid(*([w] * d), indexing="ij")[k].ravel()) for k in range(d))
+    chunk = min(chunk, _rows(len(A)))
+    x, lw = _hermite_log(nodes)
+    Zq = np.stack([g.ravel() for g in np.meshgrid(*([x] * d), indexing="ij")], axis=1)
+    logw = sum(g.ravel() for g in np.meshgrid(*([lw] * d), indexing="ij"))
     log_det_c = float(np.sum(np.log(np.abs(np.diag(C)))))
     G = np.empty(len(Zq))
     num = np.empty((len(B), len(Zq)))
@@ -187,20 +227,28 @@ def low_rank_integral(A, B=None, *, nodes: int | None = None, rtol: float = 1e-1
     the probabilists' Gaussian weight in z. The rule with half the nodes gives the error
     estimate; the nodes double (up to a cap) until it is below rtol (few data points make the
     integrand far from Gaussian). For a linear kernel K = β X X^T: a_i = sqrt(β) y_i x_i,
-    b_j = sqrt(β) x*_j.
+    b_j = sqrt(β) x*_j. From N = _LARGE_N on, the integrand in z is Gaussian up to terms of
+    order N^{-1/2} (Bernstein–von Mises), so the rule starts small ({1: 32, 2: 16, 3: 12}
+    nodes) and the same doubling check certifies it; the cost is O(N · nodes^d).
+    A non-finite result raises ArithmeticError (never returned).
     """
     A = np.atleast_2d(np.asarray(A, dtype=float))
     d = A.shape[1]
     if not 1 <= d <= 3:
         raise ValueError("the tensor rule is for 1 to 3 dimensions")
     B = np.empty((0, d)) if B is None else np.atleast_2d(np.asarray(B, dtype=float))
-    nodes = nodes or {1: 200, 2: 64, 3: 40}[d]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+        raise ValueError("low-rank slopes must be finite")
+    start = {1: 32, 2: 16, 3: 12} if len(A) >= _LARGE_N else {1: 200, 2: 64, 3: 40}
+    nodes = nodes or start[d]
     cap = max(nodes, {1: 3200, 2: 512, 3: 160}[d])
     mode, H = _mode_and_curvature(A)
     C = np.linalg.cholesky(np.linalg.inv(H))
     coarse = _gauss_hermite_log(A, B, mode, C, nodes // 2)
     while True:
         log_z, probs = _gauss_hermite_log(A, B, mode, C, nodes)
+        if not (np.isfinite(log_z) and np.all(np.isfinite(probs))):
+            raise ArithmeticError(f"low-rank oracle: non-finite result with {nodes}^{d} nodes")
         err = float(max(abs(log_z - coarse[0]),
                         np.max(np.abs(probs - coarse[1]), initial=0.0)))
         if err <= rtol * max(1.0, abs(log_z)) or 2 * nodes > cap:

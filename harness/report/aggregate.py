@@ -55,6 +55,7 @@ METRICS: dict[str, Metric] = {m.column: m for m in (
            "MAPE of log Z vs consensus (%, log scale)", "%", "consensus"),
 )}
 COST_COLUMNS = ("cpu_seconds", "wall_seconds", "peak_memory_mb")
+SETUP_COLUMNS = ("setup_cpu_seconds", "setup_wall_seconds")   # NaN in stores that predate them
 VALUE_COLUMNS = COST_COLUMNS + tuple(METRICS)
 
 
@@ -178,8 +179,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
             "probabilities": _array(r.get("test_probabilities")) if status == OK else None,
             "n_train": r.get("n_train"),
             "n_test": r.get("n_test"),
-            **{c: _float(r.get(c)) for c in COST_COLUMNS},
-            "setup_cpu_seconds": _float(r.get("setup_cpu_seconds")),
+            **{c: _float(r.get(c)) for c in COST_COLUMNS + SETUP_COLUMNS},
             # values the runner computed, used when the store has no summary of the problem
             "_rec_abs_log_error": _float(r.get("abs_log_error")),
             "_rec_mape_percent": _float(r.get("mape_percent")),
@@ -190,7 +190,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
     jobs = pd.DataFrame(rows, columns=[
         "job_id", "sweep", "problem", "method", "method_name", "exact_method", "budget",
         "budget_unit", "replicate", "status", "reason", "log_z", "log_z_se", "probabilities",
-        "n_train", "n_test", *COST_COLUMNS, "setup_cpu_seconds", "_rec_abs_log_error",
+        "n_train", "n_test", *COST_COLUMNS, *SETUP_COLUMNS, "_rec_abs_log_error",
         "_rec_mape_percent", "_rec_mae", "_rec_truth_kind", "_rec_true_log_z"])
     ok = jobs["status"] == OK
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib
 
 from harness.report import figures as figs
-from harness.report import html, pdf, reproduction, tables, tuning
+from harness.report import html, pdf, reproduction, scaling, tables, tuning
 from harness.report.aggregate import OK, ReportData, load
 from harness.report.style import Palette, fmt
 
@@ -142,6 +142,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         "status_table": tables.status_table(data),
         "environment": tables.environment_rows(meta),
         "sweep_files": sweep_files(meta),
+        "scale": [],                                           # scaling.context fills it
         "tuning": [], "n_tune_jobs": len(data.tune_records),   # tuning.context fills these
         "tune_failures": tuning.failures_table(data),
     }
@@ -175,11 +176,14 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
     # warning about more than 20 open figures (they are all closed below)
     with matplotlib.rc_context({"figure.max_open_warning": 0}):
         specs = figs.all_figures(data, data.palette)
+        scale_sections = scaling.sections(data, data.palette)
+        specs += [f for s in scale_sections for f in s.figures]
         tune_sections = tuning.sections(data, data.palette)
         specs += [f for s in tune_sections for f in s.figures]
         try:
             svgs = {f.key: f.to_bytes("svg") for f in specs}
             context = context_for(data, specs, svgs)
+            context["scale"] = scaling.context(scale_sections, svgs)
             context["tuning"] = tuning.context(tune_sections, svgs)
             written: dict[str, Path] = {}
             written["html"] = out / HTML_NAME

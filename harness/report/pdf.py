@@ -244,6 +244,7 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
         for p in context["problems"]:
             flow.new_page()
             _section(flow, p, 15)
+        _sections(flow, context.get("scale", []), "Cost against N")
         _sections(flow, context["tuning"], "Hyperparameter tuning")
         if context["cross_figure_specs"] or context["paper_tables"]:
             flow.new_page()
