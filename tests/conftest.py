@@ -50,3 +50,30 @@ def tiny_store(tmp_path_factory):
     outcome = run_tiny_sweep(store)
     assert outcome.complete and outcome.statuses == {"ok": 24}, outcome
     return store
+
+
+MY_SOV = '''"""A method plugin in a file (harness.plugin_file)."""
+from harness.methods.sov import Sov
+
+
+class MySov(Sov):
+    name = "my-sov"
+    summary = "SOV under another name (a method from a file)"
+
+
+class NotAMethod:
+    name = "x"
+'''
+
+
+@pytest.fixture
+def method_file():
+    """write(folder, text=MY_SOV, name="mine.py") -> the path of a method file (class MySov)."""
+    def write(folder, text: str = MY_SOV, name: str = "mine.py"):
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        path.write_text(text)
+        return path
+
+    write.source = MY_SOV
+    return write

@@ -19,16 +19,6 @@ from harness.spec import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
-MY_SOV = '''
-from harness.methods.sov import Sov
-
-
-class MySov(Sov):
-    name = "my-sov"
-    summary = "SOV under another name (a method from a file)"
-'''
-
-
 # ---- harness.estimate -----------------------------------------------------------------------
 def test_estimate_module_stays_importable_and_is_callable():
     import harness.estimate as module
@@ -59,7 +49,7 @@ def test_estimate_matches_run_json(capsys):
         6 * r.log_marginal_likelihood_se + 1e-9
 
 
-def test_estimate_accepts_objects_files_and_specs(tmp_path):
+def test_estimate_accepts_objects_files_and_specs(tmp_path, method_file):
     from harness.methods.sov import Sov
 
     problem = make_problem("linear1d:n_train=8,n_test=3")
@@ -67,8 +57,7 @@ def test_estimate_accepts_objects_files_and_specs(tmp_path):
     for method in (Sov, Sov(), "sov"):
         r = harness.estimate(problem, method, 300, seed=2)
         assert r.log_marginal_likelihood == by_name.log_marginal_likelihood
-    (tmp_path / "mine.py").write_text(MY_SOV)
-    mine = harness.estimate(problem, f"{tmp_path / 'mine.py'}:MySov", 300, seed=2)
+    mine = harness.estimate(problem, f"{method_file(tmp_path)}:MySov", 300, seed=2)
     assert mine.method == "my-sov" and math.isfinite(mine.log_marginal_likelihood)
     # a problem file (an orthant problem: no truth, no test points)
     rng = np.random.default_rng(0)

@@ -20,19 +20,6 @@ from harness.sweep.spec import load_sweep, parse_sweep
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
-MY_SOV = '''"""A method plugin in a file."""
-from harness.methods.sov import Sov
-
-
-class MySov(Sov):
-    name = "my-sov"
-    summary = "SOV under another name (a method from a file)"
-
-
-class NotAMethod:
-    name = "x"
-'''
-
 SWEEP = """\
 name = "filemethod"
 seed = 2
@@ -44,16 +31,9 @@ randomisations = [4, 8]
 """
 
 
-def write_method(folder: Path, text: str = MY_SOV, name: str = "mine.py") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(text)
-    return path
-
-
-def test_run_json_with_a_method_file(tmp_path):
+def test_run_json_with_a_method_file(tmp_path, method_file):
     """The command of the issue, as a user types it (a relative path, its own process)."""
-    write_method(tmp_path)
+    method_file(tmp_path)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "harness", "run", "--problem", "linear1d-p1",
                            "--method", "mine.py:MySov", "--budget", "1000", "--json"],
@@ -68,18 +48,18 @@ def test_run_json_with_a_method_file(tmp_path):
 
 @pytest.mark.parametrize("ref, text, words", [
     ("missing.py:MySov", None, "method file 'missing.py' does not exist"),
-    ("mine.py:Nope", MY_SOV, "has no class 'Nope' (classes there: MySov)"),
-    ("mine.py:NotAMethod", MY_SOV, "not a subclass of harness.Method"),
+    ("mine.py:Nope", "", "has no class 'Nope' (classes there: MySov)"),
+    ("mine.py:NotAMethod", "", "not a subclass of harness.Method"),
     ("mine.py:Bare", "from harness.methods.sov import Sov\nclass Bare(Sov):\n    name = ''\n"
      "    summary = ''\n", "no `name` class attribute"),
     ("mine.py:MySov", "import numpy\n\nx = 1 +\n", "mine.py:3 failed to load: SyntaxError"),
     ("mine.py:MySov", "import numpy\n\nraise RuntimeError('boom')\n",
      "mine.py:3 failed to load: RuntimeError: boom"),
 ])
-def test_bad_method_files_exit_2_naming_the_field(tmp_path, capsys, monkeypatch, ref, text,
-                                                   words):
+def test_bad_method_files_exit_2_naming_the_field(tmp_path, capsys, monkeypatch, method_file,
+                                                   ref, text, words):
     if text is not None:
-        write_method(tmp_path, text)
+        method_file(tmp_path, text or method_file.source)
     monkeypatch.chdir(tmp_path)
     code = main(["run", "--problem", "onefactor:n=5", "--method", ref, "--budget", "100"])
     out, err = capsys.readouterr()
@@ -88,8 +68,9 @@ def test_bad_method_files_exit_2_naming_the_field(tmp_path, capsys, monkeypatch,
     assert words.format(tmp=tmp_path.resolve()) in err, err
 
 
-def test_a_file_method_in_a_sweep_resolves_from_the_sweep_folder(tmp_path, monkeypatch):
-    write_method(tmp_path / "plugins")
+def test_a_file_method_in_a_sweep_resolves_from_the_sweep_folder(tmp_path, monkeypatch,
+                                                                  method_file):
+    method_file(tmp_path / "plugins")
     (tmp_path / "s.toml").write_text(SWEEP)
     monkeypatch.chdir(tmp_path / "plugins")    # anywhere but the sweep's folder
     sweep = load_sweep(tmp_path / "s.toml")
@@ -100,11 +81,11 @@ def test_a_file_method_in_a_sweep_resolves_from_the_sweep_folder(tmp_path, monke
     assert {m.name for m in mine} == {f"MySov@{mine[0].file['sha256'][:16]}"}
     described = sweep.describe()["methods"]
     assert sum("file" in m for m in described) == 2
-    assert described[0]["file"]["source"] == MY_SOV
+    assert described[0]["file"]["source"] == method_file.source
 
 
-def test_editing_the_file_changes_its_job_ids_only(tmp_path):
-    path = write_method(tmp_path / "plugins")
+def test_editing_the_file_changes_its_job_ids_only(tmp_path, method_file):
+    path = method_file(tmp_path / "plugins")
 
     def ids():
         jobs = plan(load_sweep(_sweep(tmp_path)))
@@ -114,13 +95,13 @@ def test_editing_the_file_changes_its_job_ids_only(tmp_path):
     mine, others = ids()
     assert len(mine) == 2 and len(others) == 1
     assert ids() == (mine, others)                    # unchanged file: the same jobs
-    moved = write_method(tmp_path / "elsewhere")      # same content at another path
+    moved = method_file(tmp_path / "elsewhere")      # same content at another path
     (tmp_path / "s.toml").write_text(SWEEP.replace("plugins/", "elsewhere/"))
     assert ids() == (mine, others)
-    moved.write_text(MY_SOV.replace("another name", "another name, edited"))
+    moved.write_text(method_file.source.replace("another name", "another name, edited"))
     edited, others_after = ids()
     assert others_after == others and not (edited & mine) and len(edited) == 2
-    assert path.read_text() == MY_SOV
+    assert path.read_text() == method_file.source
 
 
 def _sweep(tmp_path: Path) -> Path:
@@ -135,8 +116,8 @@ def _sweep(tmp_path: Path) -> Path:
     (("plugins/mine.py:MySov", "plugins/mine.py:Nope"), "has no class 'Nope'"),
     (("randomisations = [4, 8]", "randomisatons = 4"), "is not a setting of method"),
 ])
-def test_bad_file_methods_in_a_sweep_name_the_key(tmp_path, edit, words):
-    write_method(tmp_path / "plugins")
+def test_bad_file_methods_in_a_sweep_name_the_key(tmp_path, edit, words, method_file):
+    method_file(tmp_path / "plugins")
     text = SWEEP.replace(*edit)
     with pytest.raises(InputError) as info:
         parse_sweep(text, str(tmp_path / "bad.toml"))
@@ -144,16 +125,16 @@ def test_bad_file_methods_in_a_sweep_name_the_key(tmp_path, edit, words):
     assert message.startswith(f"{tmp_path / 'bad.toml'}: methods.") and words in message, message
 
 
-def test_a_file_method_may_not_take_a_registered_name(tmp_path):
-    write_method(tmp_path / "plugins", MY_SOV.replace('"my-sov"', '"sov"'))
+def test_a_file_method_may_not_take_a_registered_name(tmp_path, method_file):
+    method_file(tmp_path / "plugins", method_file.source.replace('"my-sov"', '"sov"'))
     with pytest.raises(InputError, match="its name 'sov' is the name of a registered method"):
         parse_sweep(SWEEP, str(tmp_path / "s.toml"))
 
 
-def test_a_worker_loads_the_method_from_the_job_spec(tmp_path):
+def test_a_worker_loads_the_method_from_the_job_spec(tmp_path, method_file):
     """A fresh process knows nothing of the file (it may not even exist there): the job spec
     carries the source, and the record comes back as from the client."""
-    path = write_method(tmp_path / "plugins")
+    path = method_file(tmp_path / "plugins")
     job = next(j for j in plan(load_sweep(_sweep(tmp_path))) if j.method_file)
     expected = run_job(job.spec())
     assert expected["status"] == "ok", expected["reason"]
