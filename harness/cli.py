@@ -67,7 +67,8 @@ def _setup_run(p):
     p.description = _setup_run.__doc__
     p.add_argument("--problem", required=True,
                    help="family:key=value,..., a preset name, or a path to a .npz/.csv file")
-    p.add_argument("--method", required=True, help="method name (see `list`)")
+    p.add_argument("--method", required=True,
+                   help="method name (see `list`), or path/to/file.py:ClassName")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                    help="a method setting (repeatable)")
     p.add_argument("--budget", required=True, help="Monte Carlo budget (e.g. 100000 or 1e5)")
@@ -92,8 +93,9 @@ def parse_int(field: str, text: str, minimum: int | None = None) -> int:
 
 @command("run", _setup_run)
 def cmd_run(args) -> int:
+    from harness.api import run_key
     from harness.footprint import TooLarge, format_bytes, too_large
-    from harness.registry import get_method
+    from harness.plugin_file import resolve_method
     from harness.runner import run_one
     from harness.seeding import rng_for
     from harness.spec import make_problem, parse_pairs
@@ -103,7 +105,7 @@ def cmd_run(args) -> int:
     settings: dict[str, str] = {}
     for item in args.settings:
         settings.update(parse_pairs(item, "--set"))
-    method = get_method(args.method).from_settings(settings)
+    method = resolve_method(args.method, "--method").from_settings(settings)
     limit, where = _memory_limit(args.memory_limit)
     try:
         problem = make_problem(args.problem)
@@ -113,8 +115,8 @@ def cmd_run(args) -> int:
     est = too_large(problem.summary(), method, budget, limit)
     if est is not None:
         raise TooLarge(f"{method.label()} on {args.problem} at budget {budget}", est, limit, where)
-    key = {"problem": problem.name, "method": method.label(), "budget": budget, "seed": seed}
-    record = run_one(problem, method, budget, rng_for(key), seed=seed)
+    record = run_one(problem, method, budget, rng_for(run_key(problem, method, budget, seed)),
+                     seed=seed)
     if args.json:
         print(json.dumps(record, allow_nan=False))
     else:

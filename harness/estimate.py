@@ -1,7 +1,14 @@
-"""What a method returns: plain numbers, checked for numerical honesty."""
+"""What a method returns: plain numbers, checked for numerical honesty.
+
+This module is also callable: `harness.estimate(problem, method, budget, seed=0, **settings)`
+runs one estimate (harness.api.estimate), while `from harness.estimate import Estimate` keeps
+importing the result class that plugins return.
+"""
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -49,3 +56,15 @@ class Estimate:
                 raise AssertionError(f"test probabilities have shape {p.shape}, want ({n_test},)")
             if not np.all((p >= 0) & (p <= 1)):
                 raise AssertionError("test probabilities outside [0, 1] or NaN")
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as harness.api.estimate (the notebook API's one estimate)."""
+
+    def __call__(self, *args, **kwargs):
+        from harness.api import estimate
+
+        return estimate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

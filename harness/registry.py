@@ -89,9 +89,13 @@ def problem_families() -> dict[str, ProblemFamily]:
 
 @cache
 def get_method(name: str) -> type[Method]:
-    """The method class registered as `name` (imports only that plugin)."""
+    """The method class registered as `name` (imports only that plugin), or loaded from a
+    method file in this process under its id (harness.plugin_file)."""
     known = _targets(METHOD_GROUP, _BUILTIN_METHODS)
     if name not in known:
+        from harness.plugin_file import loaded
+        if (from_file := loaded(name)) is not None:   # a method file's id (Class@hash)
+            return from_file
         raise InputError("method", f"unknown method {name!r}",
                          f"known methods: {', '.join(sorted(known))}")
     return _check_method(name, _resolve(known[name]))

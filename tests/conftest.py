@@ -13,3 +13,67 @@ def one_blas_thread():
     `pytestmark = pytest.mark.usefixtures("one_blas_thread")`)."""
     with threadpool_limits(1):
         yield
+
+
+TINY_SWEEP = """\
+name = "tiny"
+seed = 1
+replicates = 2
+budgets = [200, 800]
+problems = ["linear1d:n_train=8,n_test=3", "gauss2class:n_train=10,n_test=4"]
+[methods.sov]
+[methods.rejection-bootstrap]
+[methods.ep]
+"""
+
+
+def run_tiny_sweep(store, text: str = TINY_SWEEP):
+    """Run a sweep in this process (a threads-only Dask client: no worker processes)."""
+    import io
+
+    from distributed import Client
+
+    from harness.sweep.driver import run_sweep
+    from harness.sweep.spec import parse_sweep
+
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=None) as client:
+        return run_sweep(parse_sweep(text, "tiny.toml"), store=store, client=client,
+                         report=False, out=io.StringIO(), err=io.StringIO())
+
+
+@pytest.fixture(scope="session")
+def tiny_store(tmp_path_factory):
+    """A real results store of a tiny sweep: a problem with exact truth (linear1d) and one
+    without (gauss2class: Bayes posterior and consensus), two exact methods and EP."""
+    store = tmp_path_factory.mktemp("tiny") / "tiny.sqlite"
+    outcome = run_tiny_sweep(store)
+    assert outcome.complete and outcome.statuses == {"ok": 24}, outcome
+    return store
+
+
+MY_SOV = '''"""A method plugin in a file (harness.plugin_file)."""
+from harness.methods.sov import Sov
+
+
+class MySov(Sov):
+    name = "my-sov"
+    summary = "SOV under another name (a method from a file)"
+
+
+class NotAMethod:
+    name = "x"
+'''
+
+
+@pytest.fixture
+def method_file():
+    """write(folder, text=MY_SOV, name="mine.py") -> the path of a method file (class MySov)."""
+    def write(folder, text: str = MY_SOV, name: str = "mine.py"):
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        path.write_text(text)
+        return path
+
+    write.source = MY_SOV
+    return write

@@ -100,6 +100,7 @@ class ReportData:
     store_path: str = ""
     palette: Any = None                   # style.Palette, set when the report is drawn
     tune_records: list[dict] = field(default_factory=list)   # kind "tune" (report.tuning)
+    records: list[dict] = field(default_factory=list)   # the jobs' plain records, row by row
 
     @property
     def methods(self) -> list[str]:
@@ -250,7 +251,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
 
     jobs = jobs.drop(columns=[c for c in jobs.columns if c.startswith("_rec_")])
     return ReportData(jobs=jobs, cells=aggregate(jobs), problems=problems, metadata=metadata,
-                      consensus=consensus, failures=failures(jobs))
+                      consensus=consensus, failures=failures(jobs), records=records)
 
 
 def compute_consensus(problem: str, jobs: pd.DataFrame) -> Consensus:

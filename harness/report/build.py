@@ -11,6 +11,7 @@ from harness.report import figures as figs
 from harness.report import html, pdf, reproduction, scaling, tables, tuning
 from harness.report.aggregate import OK, ReportData, load
 from harness.report.style import Palette, fmt
+from harness.results import job_rows, write_csv
 
 HTML_NAME = "report.html"
 PDF_NAME = "report.pdf"
@@ -160,6 +161,13 @@ def sweep_files(meta: dict) -> list[tuple[str, str]]:
     return [(str(meta.get("sweep_path") or ""), str(text))] if text else []
 
 
+def palette_for(data: ReportData) -> Palette:
+    """The report's palette: every method of the store, approximations dashed."""
+    return Palette(sorted(set(data.methods) | tuning.methods(data)),
+                   [m for m in data.methods if not data.exact(m)]
+                   + sorted(tuning.approximate(data)))
+
+
 def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool = True,
                  csv: bool = True) -> dict[str, Path]:
     """Read a results store and write report.html (self-contained), report.pdf and CSVs.
@@ -169,9 +177,7 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
     data = load(store_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data.palette = Palette(sorted(set(data.methods) | tuning.methods(data)),
-                           [m for m in data.methods if not data.exact(m)]
-                           + sorted(tuning.approximate(data)))
+    data.palette = palette_for(data)
     # every figure stays open until both the HTML and the PDF have it: silence matplotlib's
     # warning about more than 20 open figures (they are all closed below)
     with matplotlib.rc_context({"figure.max_open_warning": 0}):
@@ -196,7 +202,7 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
         written["cells_csv"] = out / "cells.csv"
         data.cells.to_csv(written["cells_csv"], index=False)
         written["jobs_csv"] = out / "jobs.csv"
-        data.jobs.drop(columns=["probabilities"]).to_csv(written["jobs_csv"], index=False)
+        write_csv(written["jobs_csv"], *job_rows(data))   # the columns of `export`
         if tuning.write_csv(data, out / "tuning.csv"):
             written["tuning_csv"] = out / "tuning.csv"
     return written

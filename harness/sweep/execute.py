@@ -41,6 +41,8 @@ def _worker_address() -> str | None:
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job spec (harness.sweep.plan.Job.spec()) and return its full record."""
     pin_thread_env()
+    from harness.plugin_file import load_job_method
+    load_job_method(job)   # a method file's source travels in the spec: nothing to install
     if job.get("kind") == "tune":
         from harness.tuning.job import run_tune_job
         return run_tune_job(job)

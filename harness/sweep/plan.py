@@ -1,7 +1,8 @@
 """Jobs: one problem × method instance × budget × replicate, with a stable id.
 
 The job key holds everything that determines a result: the problem's canonical spec, the
-method's registry name and full settings (defaults included), the budget, the replicate and
+method's registry name (for a method file, its id `Class@<content hash>`: editing the file
+makes new jobs) and full settings (defaults included), the budget, the replicate and
 the sweep seed. The job id is the SHA-256 of the key's canonical JSON, and the job's random
 stream is seeded from the same key (harness.seeding), so a result never depends on the worker
 that ran it, nor on the order, nor on the sweep's name or its other jobs. Two sweeps that
@@ -44,13 +45,15 @@ class Job:
     time_limit: float | None
     kind: str = "estimate"         # or "tune"
     tune: dict[str, Any] | None = None   # a tune job's settings (TuneSettings.job_tune)
+    method_file: dict[str, str] | None = None   # a method from a file: its source (plugin_file)
 
     def spec(self) -> dict[str, Any]:
         """The plain dict sent to a worker (harness.sweep.execute.run_job)."""
         return {"job_id": self.job_id, "key": self.key, "sweep": self.sweep,
                 "problem": self.problem, "method": self.method, "settings": self.settings,
                 "budget": self.budget, "replicate": self.replicate, "seed": self.seed,
-                "time_limit": self.time_limit, "kind": self.kind, "tune": self.tune}
+                "time_limit": self.time_limit, "kind": self.kind, "tune": self.tune,
+                **({"method_file": self.method_file} if self.method_file else {})}
 
 
 def skipped_pairs(sweep: Sweep, memory_limit: int | None = None) -> list[str]:
@@ -93,5 +96,5 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
                         jobs.append(Job(key_digest(key), key, sweep.name, p.spec, p.name,
                                         p.n_train, p.n_test, m.name, m.label, m.settings,
                                         m.budget_unit, budget, r, sweep.seed, sweep.time_limit,
-                                        sweep.kind, tune))
+                                        sweep.kind, tune, m.file))
     return jobs

@@ -26,6 +26,9 @@ A sweep file (see sweeps/quick.toml)::
     count = ["soft", "hard"]              # -> rejection-bootstrap, rejection-bootstrap[count=hard]
     # budgets = [...]                     # this method's own budgets (instead of the sweep's)
 
+    [methods."plugins/mine.py:Mine"]      # a method from a file (path relative to this file):
+    budgets = [1000]                      # job keys hold its content hash (harness.plugin_file)
+
 A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
 `kind = "tune"` with a [tune] table makes every job a hyperparameter-tuning job instead of one
 estimate (harness.sweep.tune describes the table).
@@ -67,6 +70,7 @@ class MethodInstance:
     settings: dict[str, Any]   # every setting, defaults included (part of the job key)
     budgets: tuple[int, ...]
     budget_unit: str
+    file: dict[str, str] | None = None   # a method from a file: MethodFile.spec() (its source)
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,8 @@ class Sweep:
             "seed": self.seed, "replicates": self.replicates, "time_limit": self.time_limit,
             "problems": [{"spec": p.spec, "name": p.name} for p in self.problems],
             "methods": [{"name": m.name, "label": m.label, "settings": m.settings,
-                         "budgets": list(m.budgets), "budget_unit": m.budget_unit}
+                         "budgets": list(m.budgets), "budget_unit": m.budget_unit,
+                         **({"file": m.file} if m.file else {})}
                         for m in self.methods],
             "kind": self.kind, **({"tune": self.tune.describe()} if self.tune else {}),
         }
@@ -404,11 +409,33 @@ def build_problems(w: _Where, specs: list[tuple[str, str]]) -> tuple[ProblemEntr
 
 
 # ---- methods ----------------------------------------------------------------------------------
+def _file_method(w: _Where, ref: str, base: Path | None, known) -> tuple[str, type, dict]:
+    """A `[methods."path.py:Class"]` table's method: (id, class, MethodFile.spec())."""
+    from harness.plugin_file import read_method_file
+
+    where = f'methods."{ref}"'
+    try:
+        file = read_method_file(ref, base)
+        cls = file.load()
+    except InputError as exc:
+        raise w.error(where, str(exc).partition(": ")[2]) from None
+    if cls.name in known:
+        raise w.error(where, f"its name {cls.name!r} is the name of a registered method",
+                      "give the class a `name` of its own (the report tells methods apart by "
+                      "name)")
+    return file.method_id, cls, file.spec()
+
+
 def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
-                   every_method: bool) -> tuple[MethodInstance, ...]:
+                   every_method: bool, base: Path | None = None) -> tuple[MethodInstance, ...]:
+    """The methods table -> method instances; a key `path.py:Class` is a method file, its
+    path relative to `base` (the sweep file's folder)."""
+    from harness.plugin_file import is_file_ref
     from harness.registry import methods
 
     known = methods()
+    classes: dict[str, type] = dict(known)
+    files: dict[str, dict] = {}
     if value is None:
         value = {}
     if not isinstance(value, dict):
@@ -422,7 +449,9 @@ def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
     seen: dict[str, str] = {}
     tables: list[tuple[str, str, dict]] = []
     for name, body in value.items():
-        if name not in known:
+        if is_file_ref(name):
+            name, classes[name], files[name] = _file_method(w, name, base, known)
+        elif name not in known:
             raise w.error(f"methods.{name}", "unknown method", _unknown_key_fix(name, list(known)))
         if isinstance(body, dict):
             tables.append((name, f"methods.{name}", body))
@@ -435,7 +464,7 @@ def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
         tables.extend((name, f"methods.{name} (every_method)", {})
                       for name in known if name not in value)
     for name, where, body in tables:
-        cls = known[name]
+        cls = classes[name]
         defaults = cls.setting_defaults()
         own_budgets = budgets
         settings_table = {}
@@ -464,7 +493,7 @@ def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
                               f"(also from {seen[label]})", "remove the duplicate values")
             seen[label] = where
             instances.append(MethodInstance(name, label, method.get_settings(), own_budgets,
-                                            cls.budget_unit))
+                                            cls.budget_unit, files.get(name)))
     return tuple(instances)
 
 
@@ -529,7 +558,8 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     if "problems" not in raw:
         raise w.error("problems", "missing", 'write problems = ["onefactor:n=50"]')
     specs = expand_problems(w, raw["problems"])
-    methods = expand_methods(w, raw.get("methods"), budgets, every_method)
+    methods = expand_methods(w, raw.get("methods"), budgets, every_method,
+                             None if path == "<sweep>" else Path(path).parent)
     kind, tune = parse_tune(w, raw)
     if build:
         problems = build_problems(w, specs)

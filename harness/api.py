@@ -1,0 +1,145 @@
+"""The Python API for notebooks: one estimate, a store's results, one figure.
+
+    import harness
+    r = harness.estimate("linear1d-p1", "sov", budget=1000, seed=0)   # like `run --json`
+    r.log_marginal_likelihood, r.log_marginal_likelihood_se, r.mae, r.cpu_seconds
+    table = harness.load_results("results/quick.sqlite")           # one row per job
+    fig = harness.plot_time_error(table, "linear1d-p1", metric="mae")
+
+`harness.estimate` is also the module that holds `Estimate` (plugins import
+`from harness.estimate import Estimate`); calling it calls `estimate` here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.method import Method
+from harness.problem import Problem
+
+# fields a result answers None for when its run has none (no truth, no prediction, ...)
+OPTIONAL = ("log_marginal_likelihood", "log_marginal_likelihood_se", "test_probabilities",
+            "reason", "truth_kind", "true_log_marginal_likelihood", "abs_log_error",
+            "mape_percent", "mae", "warnings")
+
+
+class Result:
+    """One run: every field of `python -m harness run --json` as an attribute.
+
+    `test_probabilities` is a numpy array (None when the method does not predict); errors
+    against the truth (`abs_log_error`, `mape_percent`, `mae`) are None without one.
+    `to_dict()` is the plain record, exactly what `run --json` prints.
+    """
+
+    def __init__(self, record: dict[str, Any]):
+        self._record = dict(record)
+
+    def __getattr__(self, name: str) -> Any:
+        record = self.__dict__.get("_record", {})
+        if name in record:
+            value = record[name]
+            if name == "test_probabilities" and value is not None:
+                return np.asarray(value, float)
+            return value
+        if name in OPTIONAL:
+            return None
+        raise AttributeError(f"a result has no field {name!r} (fields: "
+                             f"{', '.join(sorted(set(record) | set(OPTIONAL)))})")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._record) | set(OPTIONAL))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._record)
+
+    def __repr__(self) -> str:
+        from harness.cli import format_record
+
+        return format_record(self._record)
+
+
+def as_problem(problem: Any) -> Problem:
+    """A Problem from a Problem, a spec string (family:k=v, a preset) or a .npz/.csv path."""
+    if isinstance(problem, Problem):
+        return problem
+    if isinstance(problem, str | os.PathLike):
+        from harness.spec import make_problem
+
+        return make_problem(os.fspath(problem))
+    raise InputError("problem", f"must be a spec, a file path or a harness.Problem, got "
+                     f"{type(problem).__name__}", 'e.g. "linear1d-p1" or "data.csv:kernel=rbf"')
+
+
+def as_method(method: Any, settings: dict[str, Any]) -> Method:
+    """A Method instance from a name, `path.py:Class`, a Method subclass or an instance."""
+    from harness.plugin_file import resolve_method, violations
+
+    if isinstance(method, Method):
+        if settings:
+            raise InputError("settings", f"given with a method instance ({method.label()})",
+                             "pass the class (or its name) with the settings, or set them "
+                             "when you build the instance")
+        return method
+    if isinstance(method, str | os.PathLike):
+        cls = resolve_method(os.fspath(method))
+    elif isinstance(method, type):
+        cls = method
+        problems = violations(cls)
+        if problems:
+            raise InputError("method", f"{cls.__name__} is not a method plugin: "
+                             + "; ".join(problems))
+    else:
+        raise InputError("method", f"must be a name, path.py:Class, a Method subclass or "
+                         f"instance, got {type(method).__name__}", 'e.g. "sov"')
+    return cls.from_settings(settings)
+
+
+def run_key(problem: Problem, method: Method, budget: int, seed: int) -> dict[str, Any]:
+    """The key of a single run's random stream (`run` and `estimate` share it)."""
+    return {"problem": problem.name, "method": method.label(), "budget": budget, "seed": seed}
+
+
+def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0,
+             **settings: Any) -> Result:
+    """Run `method` on `problem` at `budget` and compare with the truth, like `run --json`.
+
+    problem: a spec ("linear1d-p1", "onefactor:n=50"), a .npz/.csv path or a harness.Problem;
+    method: a registered name, "path/to/file.py:ClassName", a harness.Method subclass or an
+    instance; settings: the method's settings (`--set key=value`). The same seed gives the
+    same numbers as `python -m harness run ... --seed`. Bad input raises harness.InputError.
+    """
+    from harness.cli import parse_int
+    from harness.runner import run_one
+    from harness.seeding import rng_for
+
+    budget = parse_int("budget", str(budget), minimum=1)
+    seed = parse_int("seed", str(seed), minimum=0)
+    the_method = as_method(method, settings)
+    the_problem = as_problem(problem)
+    record = run_one(the_problem, the_method, budget,
+                     rng_for(run_key(the_problem, the_method, budget, seed)), seed=seed)
+    return Result(record)
+
+
+def load_results(store: str | os.PathLike):
+    """A results store as a pandas DataFrame, one row per job (harness.results' columns:
+    the record's fields and the report's errors against truth, posterior or consensus)."""
+    from harness.results import load_table
+
+    return load_table(store)
+
+
+def plot_time_error(results_or_store: Any, problem: str, metric: str = "mae", ax=None):
+    """The report's CPU time–error figure of one problem and one metric; returns the figure.
+
+    results_or_store: a store path or a `load_results` DataFrame (filter it to draw fewer
+    methods); metric: mae, mape_percent, abs_log_error, mae_post, mae_med, med_abs_log_error
+    or med_mape_percent; ax: a matplotlib Axes to draw into (default: a new figure).
+    """
+    from harness.report.single import report_data, time_error
+
+    return time_error(report_data(results_or_store), problem, metric, ax)
