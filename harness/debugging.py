@@ -1,18 +1,22 @@
 """Where a method's exception came from, in one line (a job's `reason`).
 
 `exception_reason(exc, type(method))` is e.g. "ValueError: range() arg 3 must not be zero
-(mine.py:42 in _estimate)": the exception and the innermost frame of the method's own code,
-i.e. of the files of its class and base classes (up to harness.method.Method) and the packages
-they belong to. An exception raised inside numpy is thus located at the method's line that
-called numpy. Without such a frame, the innermost frame is named. `run --raise` gives the
-whole traceback.
+(mine.py:42 in _estimate)": the exception and the innermost frame of the method's own code:
+the files of its class and base classes (up to harness.method.Method) and the packages they
+belong to, or any file outside the standard library and the installed packages (a helper
+module next to the method's file). An exception raised inside numpy is thus located at the
+method's line that called numpy. Without such a frame, the innermost frame is named.
+`run --raise` gives the whole traceback.
 """
 
 from __future__ import annotations
 
 import os
+import site
 import sys
+import sysconfig
 import traceback
+from functools import cache
 from types import TracebackType
 
 
@@ -29,8 +33,9 @@ def _method_frame(tb: TracebackType | None, method_cls: type | None):
     frames = traceback.extract_tb(tb)
     if not frames:
         return None
-    roots = _code_roots(method_cls)
-    mine = [f for f in frames if _under(f.filename, roots)]
+    roots, libraries = _code_roots(method_cls), _library_roots()
+    mine = [f for f in frames
+            if _under(f.filename, roots) or not _under(f.filename, libraries)]
     return (mine or frames)[-1]
 
 
@@ -50,6 +55,15 @@ def _code_roots(method_cls: type | None) -> tuple[str, ...]:
             package = sys.modules.get(".".join(parts[:i]))
             roots.extend(os.path.abspath(p) + os.sep for p in getattr(package, "__path__", ()))
     return tuple(dict.fromkeys(roots))
+
+
+@cache
+def _library_roots() -> tuple[str, ...]:
+    """The standard library and the site-packages folders (folders end with os.sep)."""
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths.update(site.getsitepackages() if hasattr(site, "getsitepackages") else ())
+    paths.add(site.getusersitepackages())
+    return tuple(os.path.abspath(p) + os.sep for p in paths if p)
 
 
 def _under(filename: str, roots: tuple[str, ...]) -> bool:
