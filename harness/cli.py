@@ -77,6 +77,9 @@ def _setup_run(p):
     p.add_argument("--memory-limit", metavar="BYTES",
                    help="refuse a job whose estimated peak memory is larger (e.g. 8GB, 512MiB); "
                    "default: the memory available now (MemAvailable of /proc/meminfo)")
+    p.add_argument("--raise", dest="raise_errors", action="store_true",
+                   help="re-raise an exception of the method with its full traceback "
+                        "(default: status error, the reason naming the file and line)")
 
 
 def parse_int(field: str, text: str, minimum: int | None = None) -> int:
@@ -116,7 +119,7 @@ def cmd_run(args) -> int:
     if est is not None:
         raise TooLarge(f"{method.label()} on {args.problem} at budget {budget}", est, limit, where)
     record = run_one(problem, method, budget, rng_for(run_key(problem, method, budget, seed)),
-                     seed=seed)
+                     seed=seed, raise_errors=args.raise_errors)
     if args.json:
         print(json.dumps(record, allow_nan=False))
     else:
@@ -159,6 +162,44 @@ def format_record(r: dict) -> str:
     return "\n".join(lines)
 
 
+# ---- check --------------------------------------------------------------------------------
+def _setup_check(p):
+    """Run the generic checks (harness.testing.check_method) on a registered method."""
+    p.description = _setup_check.__doc__ + (
+        " Exit 0 if every check passes or is skipped with a declared reason, 1 otherwise.")
+    p.add_argument("method", help="method name (see `list`)")
+    p.add_argument("--quick", action="store_true",
+                   help="only the checks on small problems (no N = 200 accuracy, no N <= 3 "
+                        "closed forms)")
+
+
+@command("check", _setup_check)
+def cmd_check(args) -> int:
+    from harness.registry import get_method
+    from harness.testing import run_checks
+
+    report = run_checks(get_method(args.method), quick=args.quick)
+    print(report)
+    return 1 if report.failed else 0
+
+
+def _one_line_plugin_warnings() -> None:
+    """A skipped plugin is one line on stderr ("warning: skipped method plugin ...")."""
+    import warnings
+
+    base = warnings.formatwarning
+    if getattr(base, "one_line_plugins", False):
+        return
+
+    def formatwarning(message, category, *args, **kwargs):
+        if category.__name__ == "PluginWarning":
+            return f"warning: {message}\n"
+        return base(message, category, *args, **kwargs)
+
+    formatwarning.one_line_plugins = True
+    warnings.formatwarning = formatwarning
+
+
 # ---- entry point --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     import harness.gpr_cli  # noqa: F401 - registers `gpr`
@@ -177,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _one_line_plugin_warnings()
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,8 +31,10 @@ class Method(ABC):
     predicts: ClassVar[bool] = True
     stochastic: ClassVar[bool] = True       # False: the same answer for every seed
     test_budget: ClassVar[int | None] = 5000  # budget of the generic accuracy checks (N ~ 200);
-    #                                         None: cannot converge there in a test's time
+    #                                         None: deprecated opt-out, use skip_checks
     smoke_budget: ClassVar[int] = 500       # budget of the quick generic checks (N = 30)
+    skip_checks: ClassVar[Mapping[str, str]] = {}  # check name -> why this method skips it
+    #                                         (harness.testing; the report prints the reason)
     handles_orthant: ClassVar[bool] = True  # False: needs data and a kernel (latent-space methods)
     unbiased_z: ClassVar[bool] = False      # True: Ẑ (not log Ẑ) is unbiased for Z with every
     #                                         setting (pseudo-marginal MCMC needs it, MATH.md §12)
@@ -165,3 +168,69 @@ def coerce_setting(field: str, value: Any, default: Any) -> Any:
     except ValueError:
         raise InputError(field, f"must be a number, got {value!r}") from None
     return text
+
+
+# ---- the contract, checked when a plugin is loaded (harness.registry) ------------------------
+_FLAGS = ("exact", "estimates_log_z", "predicts", "stochastic", "handles_orthant", "unbiased_z")
+
+
+def contract_violations(cls: Any, name: str | None = None) -> list[str]:
+    """What `cls` lacks to be a method plugin registered as `name` (empty list: nothing).
+
+    Checks what can be seen without running it: a concrete Method subclass, its class
+    attributes (docs/writing-a-method.md), and settings that are keyword arguments with
+    defaults (so that `cls()` and `from_settings` work).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Method)):
+        return [f"{cls!r} is not a subclass of harness.method.Method"]
+    found: list[str] = []
+    own = getattr(cls, "name", None)
+    if not isinstance(own, str) or not own:
+        found.append("no `name` class attribute (a non-empty string)")
+    elif name is not None and own != name:
+        found.append(f"its `name` is {own!r}, but it is registered as {name!r}")
+    for attr in ("summary", "budget_unit"):
+        value = getattr(cls, attr, None)
+        if not isinstance(value, str) or not value.strip():
+            found.append(f"an empty `{attr}` (one line saying what it "
+                         f"{'is' if attr == 'summary' else 'counts'})")
+    for attr in _FLAGS:
+        if not isinstance(getattr(cls, attr, None), bool):
+            found.append(f"`{attr}` is {getattr(cls, attr, None)!r}, not True or False")
+    for attr, allow_none in (("smoke_budget", False), ("test_budget", True)):
+        value = getattr(cls, attr, None)
+        if not (value is None and allow_none) and not _positive_int(value):
+            found.append(f"`{attr}` is {value!r}, not a positive integer")
+    skips = getattr(cls, "skip_checks", None)
+    if not isinstance(skips, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in skips.items()):
+        found.append("`skip_checks` must map check names to non-empty reasons")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        found.append(f"abstract methods not implemented: {missing}")
+    found.extend(_settings_violations(cls))
+    return found
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value > 0
+
+
+def _settings_violations(cls: type) -> list[str]:
+    """Settings are named keyword arguments of __init__, each with a default."""
+    if cls.__init__ is object.__init__:
+        return []  # no settings
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):  # pragma: no cover - a builtin __init__
+        return []
+    found = []
+    no_default = [p.name for p in params if p.default is inspect.Parameter.empty
+                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if no_default:
+        found.append(f"settings without defaults: {', '.join(no_default)} (every argument of "
+                     "__init__ is a setting and needs a default)")
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        found.append("__init__ takes *args or **kwargs: list each setting as a keyword "
+                     "argument with a default")
+    return found

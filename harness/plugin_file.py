@@ -17,7 +17,6 @@ files.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import linecache
 import sys
 import types
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.method import Method
+from harness.method import Method, contract_violations
 
 SEPARATOR = ":"
 HASH_CHARS = 16             # of the SHA-256 hex digest in ids and module names (64 bits)
@@ -125,18 +124,9 @@ def _line_of(exc: BaseException, path: str) -> str:
 
 
 def violations(cls: type) -> list[str]:
-    """What a class lacks to be run as a method (the registry's plugin rules, checked early)."""
-    if not (isinstance(cls, type) and issubclass(cls, Method)):
-        return ["not a subclass of harness.Method"]
-    found = []
-    if not isinstance(getattr(cls, "name", None), str) or not cls.name.strip():
-        found.append("no `name` class attribute (a non-empty string)")
-    if not isinstance(getattr(cls, "summary", None), str) or not cls.summary.strip():
-        found.append("no `summary` class attribute (one line saying what it is)")
-    if inspect.isabstract(cls):
-        found.append("abstract methods not implemented: "
-                     + ", ".join(sorted(cls.__abstractmethods__)))
-    return found
+    """What a class lacks to be run as a method: the registry's plugin rules
+    (harness.method.contract_violations), checked when the file is read."""
+    return contract_violations(cls)
 
 
 def read_method_file(ref: str, base: str | Path | None = None,

@@ -6,17 +6,22 @@ Third-party packages register plugins as entry points, exactly like the built-in
     my-method = "my_package.module:MyMethod"          # a harness.Method subclass
     [project.entry-points."gpc_harness.problems"]
     my-family = "my_package.module:FAMILY"            # a harness.family.ProblemFamily
+
+A plugin is checked when it is loaded (docs/writing-a-method.md lists the contract): one that
+cannot be imported or breaks the contract is skipped by `methods()` / `problem_families()`
+with a one-line PluginWarning, and asking for it by name is an InputError saying what is wrong.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from functools import cache
 from importlib.metadata import entry_points
 
 from harness.errors import InputError
 from harness.family import ProblemFamily
-from harness.method import Method
+from harness.method import Method, contract_violations
 
 METHOD_GROUP = "gpc_harness.methods"
 PROBLEM_GROUP = "gpc_harness.problems"
@@ -46,21 +51,29 @@ _BUILTIN_PROBLEMS = {
 }
 
 
+class PluginWarning(UserWarning):
+    """A registered plugin cannot be used: it is skipped, and the message says why."""
+
+
 def _load(target: str):
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
-def _check_method(name: str, cls) -> type[Method]:
-    if not (isinstance(cls, type) and issubclass(cls, Method)) or cls.name != name:
-        raise TypeError(f"entry point {name!r} of {METHOD_GROUP} is not a Method named so")
-    return cls
+def _describe(kind: str, name: str, target) -> str:
+    """'method plugin 'x' (entry point pkg.mod:Cls of my-dist)', for messages."""
+    where = target if isinstance(target, str) else target.value
+    dist = getattr(target, "dist", None)
+    source = f" of {dist.name}" if dist is not None and getattr(dist, "name", None) else ""
+    return f"{kind} plugin {name!r} (entry point {where}{source})"
 
 
-def _check_family(name: str, fam) -> ProblemFamily:
-    if not isinstance(fam, ProblemFamily) or fam.name != name:
-        raise TypeError(f"entry point {name!r} of {PROBLEM_GROUP} is not a ProblemFamily")
-    return fam
+def _check_family(name: str, fam) -> list[str]:
+    if not isinstance(fam, ProblemFamily):
+        return [f"{fam!r} is not a harness.family.ProblemFamily"]
+    if fam.name != name:
+        return [f"its name is {fam.name!r}, but it is registered as {name!r}"]
+    return []
 
 
 def _targets(group: str, builtin: dict[str, str]) -> dict[str, object]:
@@ -75,22 +88,52 @@ def _resolve(target) -> object:
     return _load(target) if isinstance(target, str) else target.load()
 
 
+def _validated(kind: str, name: str, target, check):
+    """The plugin object, or InputError naming the plugin and everything wrong with it."""
+    try:
+        obj = _resolve(target)
+    except Exception as exc:  # noqa: BLE001 - any failure to import is the plugin's
+        problems = [f"cannot be imported: {type(exc).__name__}: {exc}"]
+    else:
+        problems = check(name, obj)
+        if not problems:
+            return obj
+    raise InputError(_describe(kind, name, target), "; ".join(problems),
+                     "see docs/writing-a-method.md" if kind == "method" else "")
+
+
+def _every(kind: str, group: str, builtin: dict[str, str], get) -> dict:
+    """Every usable plugin by name; each unusable one is skipped with a PluginWarning."""
+    found = {}
+    for name in sorted(_targets(group, builtin)):
+        try:
+            found[name] = get(name)
+        except InputError as exc:
+            warnings.warn(f"skipped {exc}", PluginWarning, stacklevel=3)
+    return found
+
+
 @cache
 def methods() -> dict[str, type[Method]]:
-    """Every registered method class by name (imports them all: use get_method for one)."""
-    return {name: get_method(name) for name in sorted(_targets(METHOD_GROUP, _BUILTIN_METHODS))}
+    """Every usable method class by name (imports them all: use get_method for one).
+
+    A plugin that cannot be imported or breaks the contract (harness.method.contract_violations)
+    is left out with a one-line PluginWarning naming it and what is wrong.
+    """
+    return _every("method", METHOD_GROUP, _BUILTIN_METHODS, get_method)
 
 
 @cache
 def problem_families() -> dict[str, ProblemFamily]:
-    """Every registered problem family by name."""
-    return {name: get_family(name) for name in sorted(_targets(PROBLEM_GROUP, _BUILTIN_PROBLEMS))}
+    """Every usable problem family by name (unusable ones: as in methods())."""
+    return _every("problem family", PROBLEM_GROUP, _BUILTIN_PROBLEMS, get_family)
 
 
 @cache
 def get_method(name: str) -> type[Method]:
     """The method class registered as `name` (imports only that plugin), or loaded from a
-    method file in this process under its id (harness.plugin_file)."""
+    method file in this process under its id (harness.plugin_file); InputError if there is
+    none or it is unusable."""
     known = _targets(METHOD_GROUP, _BUILTIN_METHODS)
     if name not in known:
         from harness.plugin_file import loaded
@@ -98,7 +141,8 @@ def get_method(name: str) -> type[Method]:
             return from_file
         raise InputError("method", f"unknown method {name!r}",
                          f"known methods: {', '.join(sorted(known))}")
-    return _check_method(name, _resolve(known[name]))
+    return _validated("method", name, known[name],
+                      lambda n, cls: contract_violations(cls, n))
 
 
 @cache
@@ -108,7 +152,7 @@ def get_family(name: str) -> ProblemFamily:
         raise InputError("problem", f"unknown problem family {name!r}",
                          f"known families: {', '.join(sorted(known))}; "
                          "or a path to a .npz/.csv file")
-    return _check_family(name, _resolve(known[name]))
+    return _validated("problem family", name, known[name], _check_family)
 
 
 def clear_cache() -> None:

@@ -27,6 +27,7 @@ from threadpoolctl import ThreadpoolController
 
 from harness import metrics
 from harness.deadline import TimeLimitExceeded
+from harness.debugging import exception_reason
 from harness.errors import InputError
 from harness.estimate import Estimate
 from harness.memory import peak_memory
@@ -78,7 +79,7 @@ def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> di
 
 def run_method(
     problem: Problem, method: Method, budget: int, rng: np.random.Generator,
-    *, blas_threads: int = 1, trace_memory: bool = True,
+    *, blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
 ) -> dict[str, Any]:
     """Estimate with timing; a bug in a method becomes status 'error' with the reason.
 
@@ -87,6 +88,8 @@ def run_method(
     (method.prepare: JIT compilation, per-problem factorisations) is kept out of the timing and
     reported apart (timed_prepare: setup_cpu_seconds, setup_wall_seconds, setup_cached).
     trace_memory=False skips the peak-memory measurement (peak_memory_mb None).
+    An error's reason names the method's file and line (harness.debugging); raise_errors=True
+    re-raises it instead, with its traceback (`run --raise`).
     """
     setup = timed_prepare(problem, method, blas_threads)
     with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
@@ -99,8 +102,10 @@ def run_method(
         except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.deadline)
             estimate = Estimate(None, None, status="timeout", reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - recorded, never lost
+            if raise_errors:
+                raise
             estimate = Estimate(None, None, status="error",
-                                reason=f"{type(exc).__name__}: {exc}")
+                                reason=exception_reason(exc, type(method)))
         cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
                            time.perf_counter() - wall0)
     return {
@@ -140,7 +145,7 @@ def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
-            **identity: Any) -> dict[str, Any]:
+            *, raise_errors: bool = False, **identity: Any) -> dict[str, Any]:
     """The full record of one run: identity fields, results, timings and truth metrics."""
     record = {
         **identity,
@@ -154,6 +159,6 @@ def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Genera
         "n_train": problem.n_train,
         "n_test": problem.n_test,
     }
-    record.update(run_method(problem, method, budget, rng))
+    record.update(run_method(problem, method, budget, rng, raise_errors=raise_errors))
     record.update(truth_metrics(problem, record))
     return record

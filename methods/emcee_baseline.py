@@ -54,7 +54,8 @@ class EmceeEnsemble(Method):
     estimates_log_z = False
     handles_orthant = False
     budget_unit = "ensemble steps"
-    test_budget = None   # cannot mix at N = 200 in a test's time (tests/methods/test_emcee.py)
+    skip_checks = {"accuracy": "cannot mix at N = 200 in a test's time (its accuracy is "
+                               "tested on smaller problems in tests/methods/test_emcee.py)"}
 
     def __init__(self, walkers: int = 0, burn_in_fraction: float = 0.5, thin: int = 5,
                  jitter: float = 1e-6):

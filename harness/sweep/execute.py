@@ -47,6 +47,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         from harness.tuning.job import run_tune_job
         return run_tune_job(job)
     from harness.deadline import cpu_time_limit
+    from harness.debugging import exception_reason
     from harness.registry import get_method
     from harness.runner import run_one
     from harness.seeding import rng_for
@@ -73,7 +74,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         # (the client completes the record with what it knows: harness.sweep.driver)
         record = {**identity, "method_name": job["method"], "settings": job["settings"],
                   "budget": int(job["budget"]), "status": "error",
-                  "reason": f"{type(exc).__name__}: {exc}"}
+                  "reason": exception_reason(exc)}
     record["worker"] = _worker_address()
     record["job_wall_seconds"] = time.perf_counter() - wall0
     record["finished_at"] = datetime.now(UTC).isoformat()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -287,3 +288,48 @@ def test_bad_input_subprocess_each_kind(bad_files, build, fragments):
     """Through the real executable, where stray warnings on stderr would count too."""
     proc = run_subprocess(*build(bad_files))
     assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, *fragments)
+
+
+# ---- plugins: error reasons, --raise, check ------------------------------------------------
+FLAWED = '''
+    from dataclasses import replace
+    from harness.methods.sov import Sov
+
+    class Broken(Sov):
+        name = "broken"
+        def _estimate(self, problem, budget, rng):
+            return list(range(0, budget, 0))          # line 8
+
+    class Biased(Sov):
+        name = "biased"
+        def _estimate(self, problem, budget, rng):
+            est = super()._estimate(problem, budget, rng)
+            return replace(est, log_marginal_likelihood=est.log_marginal_likelihood - 0.05)
+'''
+
+
+@pytest.fixture
+def flawed(install_plugin):
+    return install_plugin("flawed_plugin", FLAWED, methods={"broken": "flawed_plugin:Broken",
+                                                           "biased": "flawed_plugin:Biased"})
+
+
+def test_run_error_reason_and_raise(capsys, flawed):
+    argv = ["run", "--problem", "linear1d-p1", "--method", "broken", "--budget", "100"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 1
+    assert ("status: error: ValueError: range() arg 3 must not be zero "
+            "(flawed_plugin.py:8 in _estimate)") in out
+    with pytest.raises(ValueError, match="range"):
+        main([*argv, "--raise"])
+
+
+def test_check_passes_a_sound_method_and_fails_a_biased_one(capsys, flawed):
+    code, out, _ = run_cli(capsys, "check", "sov", "--quick")
+    assert code == 0, out
+    assert "checks of method 'sov'" in out and "skipped  accuracy" in out and "quick" in out
+    code, out, _ = run_cli(capsys, "check", "biased")
+    assert code == 1, out
+    assert re.search(r"FAILED +closed_forms +N = 1: mean log Z", out), out
+    code, out, err = run_cli(capsys, "check", "nope")
+    assert_one_line_error(code, out, err, "unknown method 'nope'")

@@ -49,7 +49,7 @@ def test_run_json_with_a_method_file(tmp_path, method_file):
 @pytest.mark.parametrize("ref, text, words", [
     ("missing.py:MySov", None, "method file 'missing.py' does not exist"),
     ("mine.py:Nope", "", "has no class 'Nope' (classes there: MySov)"),
-    ("mine.py:NotAMethod", "", "not a subclass of harness.Method"),
+    ("mine.py:NotAMethod", "", "not a subclass of harness.method.Method"),
     ("mine.py:Bare", "from harness.methods.sov import Sov\nclass Bare(Sov):\n    name = ''\n"
      "    summary = ''\n", "no `name` class attribute"),
     ("mine.py:MySov", "import numpy\n\nx = 1 +\n", "mine.py:3 failed to load: SyntaxError"),

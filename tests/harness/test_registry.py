@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -13,9 +15,9 @@ from harness.errors import InputError
 
 
 @pytest.fixture
-def third_party(tmp_path, monkeypatch):
+def third_party(install_plugin):
     """A fake installed distribution that registers one method and one problem family."""
-    (tmp_path / "thirdparty_plugin.py").write_text(textwrap.dedent('''
+    return install_plugin("thirdparty_plugin", '''
         import numpy as np
         from harness.estimate import Estimate
         from harness.family import ProblemFamily
@@ -35,18 +37,8 @@ def third_party(tmp_path, monkeypatch):
             return Problem.orthant(name, np.eye(n), family="identity")
 
         FAMILY = ProblemFamily("identity", identity, "R = I", truth="none")
-    '''))
-    dist = tmp_path / "thirdparty_plugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-plugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(
-        "[gpc_harness.methods]\ncoin = thirdparty_plugin:Coin\n\n"
-        "[gpc_harness.problems]\nidentity = thirdparty_plugin:FAMILY\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    registry.clear_cache()
-    yield
-    registry.clear_cache()
-    sys.modules.pop("thirdparty_plugin", None)
+    ''', methods={"coin": "thirdparty_plugin:Coin"},
+        problems={"identity": "thirdparty_plugin:FAMILY"})
 
 
 def test_builtin_plugins_are_found():
@@ -69,3 +61,98 @@ def test_unknown_names_are_clear_errors():
         registry.get_method("nope")
     with pytest.raises(InputError, match="unknown problem family 'nope'"):
         registry.get_family("nope")
+
+
+BAD_PLUGINS = '''
+    from harness.estimate import Estimate
+    from harness.method import Method
+
+    class Good(Method):
+        name = "good"
+        summary = "a usable plugin next to broken ones"
+        def _estimate(self, problem, budget, rng):
+            return Estimate(-1.0)
+
+    class NoName(Method):          # Method declares `name` without a value
+        summary = "forgot its name"
+        def _estimate(self, problem, budget, rng):
+            return Estimate(-1.0)
+
+    class NoSummary(Good):
+        name = "no-summary"
+        summary = ""
+
+    class NoDefault(Good):
+        name = "no-default"
+        def __init__(self, scale):
+            self.scale = scale
+
+    class NotAMethod:
+        name = "not-a-method"
+        summary = "a plain class"
+'''
+BAD = {  # entry point -> (target, what the warning says)
+    "noname": ("bad_plugins:NoName", "no `name` class attribute"),
+    "no-summary": ("bad_plugins:NoSummary", "an empty `summary`"),
+    "no-default": ("bad_plugins:NoDefault", "settings without defaults: scale"),
+    "not-a-method": ("bad_plugins:NotAMethod", "is not a subclass of harness.method.Method"),
+    "missing": ("bad_plugins:Missing", "cannot be imported: AttributeError"),
+    "unimportable": ("no_such_module:Cls", "cannot be imported: ModuleNotFoundError"),
+    "misnamed": ("bad_plugins:Good", "its `name` is 'good', but it is registered as 'misnamed'"),
+}
+
+
+@pytest.fixture
+def bad_plugins(install_plugin):
+    return install_plugin("bad_plugins", BAD_PLUGINS,
+                          methods={"good": "bad_plugins:Good",
+                                   **{ep: target for ep, (target, _) in BAD.items()}})
+
+
+def test_bad_plugins_are_skipped_with_one_warning_each(bad_plugins):
+    with pytest.warns(registry.PluginWarning) as caught:
+        found = registry.methods()
+    assert "good" in found and "rejection-bootstrap" in found
+    assert not set(BAD) & set(found)
+    messages = [str(w.message) for w in caught]
+    for ep, (target, why) in BAD.items():
+        mine = [m for m in messages if f"method plugin {ep!r}" in m]
+        assert len(mine) == 1, (ep, messages)
+        assert why in mine[0] and target in mine[0] and "\n" not in mine[0], mine[0]
+    assert "of thirdparty-plugin" in mine[0]   # names the distribution too
+
+
+@pytest.mark.parametrize("ep", sorted(BAD))
+def test_a_bad_plugin_by_name_is_a_clear_error(bad_plugins, ep):
+    with pytest.raises(InputError, match=f"method plugin '{ep}'.*{re.escape(BAD[ep][1])}"):
+        registry.get_method(ep)
+
+
+def test_list_and_run_work_with_bad_plugins_installed(bad_plugins):
+    """`list` used to exit 1 with AttributeError: type object ... has no attribute 'name'."""
+    env = dict(os.environ, PYTHONPATH=str(bad_plugins), OMP_NUM_THREADS="1")
+    listed = subprocess.run([sys.executable, "-m", "harness", "list"], capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr
+    assert "  good " in listed.stdout and "  sov " in listed.stdout
+    warnings = listed.stderr.strip().splitlines()
+    assert len(warnings) == len(BAD), listed.stderr
+    assert all(w.startswith("warning: skipped method plugin '") for w in warnings), warnings
+    ran = subprocess.run([sys.executable, "-m", "harness", "run", "--problem", "linear1d-p1",
+                          "--method", "noname", "--budget", "10"], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1 and "no `name`" in ran.stderr
+
+
+def test_a_sweep_of_every_method_leaves_bad_plugins_out(bad_plugins, tmp_path):
+    from harness.sweep.spec import load_sweep
+
+    path = tmp_path / "every.toml"
+    path.write_text('name = "every"\nevery_method = true\nbudgets = [100]\n'
+                    'problems = ["linear1d:n_train=10,n_test=2"]\n')
+    with pytest.warns(registry.PluginWarning):
+        sweep = load_sweep(path)
+    names = {m.name for m in sweep.methods}
+    assert "good" in names and "sov" in names and not names & set(BAD)

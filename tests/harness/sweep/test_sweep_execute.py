@@ -94,6 +94,21 @@ def test_run_job_reports_problems_it_cannot_build_and_time_limits(tmp_path):
     assert record["status"] == "timeout" and record["time_limit"] == 0.001
 
 
+@pytest.mark.parametrize("stage", ["prepare", "_estimate"])
+def test_run_job_error_reasons_name_the_raising_line(monkeypatch, stage):
+    from harness.methods.rejection_bootstrap import RejectionBootstrap
+
+    def broken(self, problem, *args):
+        return list(range(0, 10, 0))
+
+    monkeypatch.setattr(RejectionBootstrap, stage, broken)
+    record = run_job(plan(parse_sweep(SWEEP, "exec.toml"))[0].spec())
+    line = broken.__code__.co_firstlineno + 1
+    assert record["status"] == "error"
+    assert record["reason"] == ("ValueError: range() arg 3 must not be zero "
+                                f"(test_sweep_execute.py:{line} in broken)")
+
+
 def test_run_job_records_warnings(monkeypatch):
     import warnings
 
