@@ -91,21 +91,26 @@ def run_method(
     An error's reason names the method's file and line (harness.debugging); raise_errors=True
     re-raises it instead, with its traceback (`run --raise`).
     """
-    setup = timed_prepare(problem, method, blas_threads)
-    with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
-                                                             user_api="blas"):
-        cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+    def guarded(work):
+        """work() -> Estimate; a time-out or a method's bug becomes a recorded status."""
         try:
-            estimate = method.estimate(problem, budget, rng)
+            return work()
         except InputError:
             raise
         except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.deadline)
-            estimate = Estimate(None, None, status="timeout", reason=str(exc))
+            return Estimate(None, None, status="timeout", reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - recorded, never lost
             if raise_errors:
                 raise
-            estimate = Estimate(None, None, status="error",
-                                reason=exception_reason(exc, type(method)))
+            return Estimate(None, None, status="error",
+                            reason=exception_reason(exc, type(method)))
+
+    setup: dict[str, Any] = {}
+    failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
+    with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
+                                                             user_api="blas"):
+        cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+        estimate = failed or guarded(lambda: method.estimate(problem, budget, rng))
         cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
                            time.perf_counter() - wall0)
     return {

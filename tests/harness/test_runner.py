@@ -69,3 +69,23 @@ def test_raise_errors_reraises_with_the_traceback(raising):
         run_method(problem, raising(), 10, np.random.default_rng(0), raise_errors=True)
     assert info.traceback[-1].name == "helper"
 
+
+
+def test_a_failing_set_up_is_recorded_as_an_error_with_its_line():
+    """An exception in prepare() (the set-up) is a recorded error, like one in the estimate."""
+    from harness.methods.sov import Sov
+
+    class FailingSetUp(Sov):
+        name = "failing-set-up"
+        summary = "sov whose set-up raises"
+
+        def prepare(self, problem):
+            raise ValueError("set-up exploded")
+
+    problem = make_problem("linear1d:n_train=20,n_test=2")
+    record = run_method(problem, FailingSetUp(), 64, np.random.default_rng(0))
+    assert record["status"] == "error"
+    assert record["reason"].startswith("ValueError: set-up exploded (test_runner.py:")
+    assert record["log_marginal_likelihood"] is None
+    with pytest.raises(ValueError, match="set-up exploded"):
+        run_method(problem, FailingSetUp(), 64, np.random.default_rng(0), raise_errors=True)
