@@ -173,17 +173,17 @@ def test_csv_without_split_and_other_label_column(tmp_path):
 
 
 @pytest.mark.parametrize("options, kernel, text", [
-    ("", {"name": "rbf", "alpha": 1.0, "beta": 1.0}, "rbf kernel (alpha=1, beta=1)"),
+    ("", {"name": "rbf", "alpha": 1.0, "beta": 1.0}, "kernel rbf (alpha=1, beta=1)"),
     (":alpha=2,beta=0.5", {"name": "rbf", "alpha": 2.0, "beta": 0.5},
-     "rbf kernel (alpha=2, beta=0.5)"),
-    (":kernel=linear,beta=3", {"name": "linear", "scale": 3.0}, "linear kernel (scale=3)")])
+     "kernel rbf (alpha=2, beta=0.5)"),
+    (":kernel=linear,beta=3", {"name": "linear", "scale": 3.0}, "kernel linear (scale=3)")])
 def test_csv_kernel_and_its_parameters_are_stored(tmp_path, options, kernel, text):
     """The summary a store keeps names the kernel actually used, defaults included, in its
     kernel field and in the description (`list`-style text)."""
     path = write_csv(tmp_path / "d.csv", ["x", "y"], [(0.1, 1), (0.2, -1), (0.3, 1)])
     s = make_problem(f"{path}{options}").summary()
     assert s["kernel"] == kernel
-    assert text in s["description"] and "1 feature," in s["description"]
+    assert f"(1 feature, {text})" in s["description"]
 
 
 # ---- errors ----------------------------------------------------------------------------------
