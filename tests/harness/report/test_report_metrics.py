@@ -259,7 +259,7 @@ def test_best_table_shows_the_runner_up_error_and_the_ratio(tmp_path):
     """Per CPU level: the runner-up's mean error (SE) and runner-up / best, tie or not."""
     recs = []
     for i in range(3):
-        for method, err in {"A": 0.1, "B": 0.3, "C": 0.102}.items():
+        for method, err in {"A": 0.1, "B": 0.3, "C": 0.1008}.items():
             recs.append(record(f"{method}-{i}", "P", method, 100, i, cpu=1.0 + 1e-3 * i,
                                log_z=TRUE_LZ - err - 1e-3 * i))
     data = make_store(tmp_path / "b.sqlite", recs, [summary("P", probs=None)])
@@ -268,8 +268,8 @@ def test_best_table_shows_the_runner_up_error_and_the_ratio(tmp_path):
     assert bt["runner_up_se"].iloc[0] == pytest.approx(1e-3 / 3**0.5)
     row = tables.frame(tables.best_table(data, Palette(data.methods))).iloc[0]
     assert row["best method"] == "A" and row["runner-up"] == "C"
-    assert row["runner-up error (SE)"] == "0.103 (0.00058)"
-    assert row["ratio (runner-up / best)"] == "1.02"          # 0.103 / 0.101
+    assert row["error"] == "MAPE of log Z" and row["runner-up error (SE)"] == "1.02 (0.0058)"   # %
+    assert row["ratio (runner-up / best)"] == "1.01"          # 0.1018 / 0.101
     assert "tie" in row["margin"]
 
 
@@ -365,8 +365,9 @@ def test_figures_build_their_palette_when_none_is_given(tmp_path):
     spec = figures.time_error(data, "P", data.palette)
     try:
         want = palette_for(data)
-        lines = [ln for ax in spec.figure.axes for ln in ax.get_lines() if ln.get_label() == "A"]
-        assert lines and all(ln.get_color() == want.colour("A") for ln in lines)
+        drawn = [c.lines[0] for ax in spec.figure.axes for c in ax.containers
+                 if c.get_label() == "A"]
+        assert drawn and all(ln.get_color() == want.colour("A") for ln in drawn)
     finally:
         figures.close([spec])
     specs = figures.all_figures(data, None)
