@@ -96,13 +96,13 @@ def test_written_files(report):
 
 
 def test_pdf_has_no_near_empty_pages(report):
-    """Short tables and figures share pages: every page but the last is filled at least to
-    half its height, and all pages are A4 landscape."""
+    """Short tables share pages: every page but the last is filled at least to half its
+    height (figures have pages of their own, sized to the figure)."""
     pages = report["pages"]
     assert len(pages) >= 3
     for i, (_, _, fill) in enumerate(pages[:-1], 1):
         assert fill >= 0.5, f"page {i} of {len(pages)} is filled to {fill:.0%}: {pages}"
-    assert {(round(w, 2), round(h, 2)) for w, h, _ in pages} == {PAGE}
+    assert sum((round(w, 2), round(h, 2)) == PAGE for w, h, _ in pages) >= 2   # A4 text pages
     n_pages = len(re.findall(rb"/Type\s*/Page\b", (report["out"] / "report.pdf").read_bytes()))
     assert n_pages == len(pages)
 
