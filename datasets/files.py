@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.kernels import make_kernel
-from harness.problem import Problem, Truth
+from harness.problem import Problem, Truth, describe_kernel
 
 FILE_OPTIONS = {"kernel", "alpha", "beta", "label", "order", "seed"}
 
@@ -36,6 +36,13 @@ def _kernel_from(field: str, name: str, alpha, beta):
     if name == "linear":
         return make_kernel("linear", scale=beta)
     return make_kernel(name, alpha=alpha, beta=beta)
+
+
+def _description(path: Path, n_features: int, kernel) -> str:
+    """'GPC problem from d.csv (2 features, kernel rbf (alpha=2, beta=1))': the kernel actually
+    used, defaults included, so a store and `run` show it."""
+    return (f"GPC problem from {path.name} ({n_features} feature{'s' * (n_features != 1)}, "
+            f"kernel {describe_kernel({'name': kernel.name, **kernel.params()})})")
 
 
 def _seed_from(path: Path, options: dict[str, Any]) -> int:
@@ -97,13 +104,14 @@ def load_npz(path: Path, options: dict[str, Any]) -> Problem:
     beta = options.get("beta", data["beta"] if "beta" in keys else 1.0)
     X_test = np.asarray(data["X_test"])
     truth = _reference_truth(path, data, len(X_test) if X_test.ndim else 1)
+    kernel = _kernel_from(str(path), kernel_name, alpha, beta)
+    X_train = np.asarray(data["X_train"])
     return Problem.classification(
-        str(path), data["X_train"], data["y_train"], X_test,
-        _kernel_from(str(path), kernel_name, alpha, beta),
+        str(path), X_train, data["y_train"], X_test, kernel,
         y_test=data["y_test"] if "y_test" in keys else None,
         order=options.get("order", "interleave"), seed=_seed_from(path, options),
         truth=truth, family="file", params={"path": str(path), **options},
-        description=f"GPC problem from {path.name}",
+        description=_description(path, X_train.shape[1] if X_train.ndim == 2 else 1, kernel),
     )
 
 
@@ -135,14 +143,14 @@ def load_csv(path: Path, options: dict[str, Any]) -> Problem:
     if not np.all(np.isin(split, ("train", "test"))):
         raise InputError(f"{path}: column 'split'", "values must be 'train' or 'test'")
     train, test = split == "train", split == "test"
+    kernel = _kernel_from(str(path), options.get("kernel", "rbf"), options.get("alpha", 1.0),
+                          options.get("beta", 1.0))
     return Problem.classification(
-        str(path), X[train], y[train], X[test],
-        _kernel_from(str(path), options.get("kernel", "rbf"), options.get("alpha", 1.0),
-                     options.get("beta", 1.0)),
+        str(path), X[train], y[train], X[test], kernel,
         y_test=y[test] if test.any() else None,
         order=options.get("order", "interleave"), seed=_seed_from(path, options),
         family="file", params={"path": str(path), **options},
-        description=f"GPC problem from {path.name} ({len(features)} features)",
+        description=_description(path, len(features), kernel),
     )
 
 

@@ -24,13 +24,19 @@ from harness.problem import Problem
 # fields a result answers None for when its run has none (no truth, no prediction, ...)
 OPTIONAL = ("log_marginal_likelihood", "log_marginal_likelihood_se", "test_probabilities",
             "reason", "truth_kind", "true_log_marginal_likelihood", "abs_log_error",
-            "mape_percent", "mae", "warnings")
+            "mape_percent", "mae", "warnings", "test_probabilities_se",
+            "true_test_probabilities", "test_probabilities_abs_error")
+
+
+ARRAYS = ("test_probabilities", "test_probabilities_se", "true_test_probabilities",
+          "test_probabilities_abs_error")
 
 
 class Result:
     """One run: every field of `python -m harness run --json` as an attribute.
 
-    `test_probabilities` is a numpy array (None when the method does not predict); errors
+    `test_probabilities` (and its per-point SEs, truth and errors) are numpy arrays (None when
+    absent: the method does not predict, or gives no SEs, or there is no truth); errors
     against the truth (`abs_log_error`, `mape_percent`, `mae`) are None without one.
     `to_dict()` is the plain record, exactly what `run --json` prints.
     """
@@ -42,7 +48,7 @@ class Result:
         record = self.__dict__.get("_record", {})
         if name in record:
             value = record[name]
-            if name == "test_probabilities" and value is not None:
+            if name in ARRAYS and value is not None:
                 return np.asarray(value, float)
             return value
         if name in OPTIONAL:
@@ -113,7 +119,7 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     same numbers as `python -m harness run ... --seed`. Bad input raises harness.InputError.
     """
     from harness.cli import parse_int
-    from harness.runner import run_one
+    from harness.runner import point_truth, run_one
     from harness.seeding import rng_for
 
     budget = parse_int("budget", str(budget), minimum=1)
@@ -122,6 +128,7 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     the_problem = as_problem(problem)
     record = run_one(the_problem, the_method, budget,
                      rng_for(run_key(the_problem, the_method, budget, seed)), seed=seed)
+    record.update(point_truth(the_problem, record))
     return Result(record)
 
 

@@ -99,7 +99,7 @@ def cmd_run(args) -> int:
     from harness.api import run_key
     from harness.footprint import TooLarge, format_bytes, too_large
     from harness.plugin_file import resolve_method
-    from harness.runner import run_one
+    from harness.runner import point_truth, run_one
     from harness.seeding import rng_for
     from harness.spec import make_problem, parse_pairs
 
@@ -120,6 +120,7 @@ def cmd_run(args) -> int:
         raise TooLarge(f"{method.label()} on {args.problem} at budget {budget}", est, limit, where)
     record = run_one(problem, method, budget, rng_for(run_key(problem, method, budget, seed)),
                      seed=seed, raise_errors=args.raise_errors)
+    record.update(point_truth(problem, record))
     if args.json:
         print(json.dumps(record, allow_nan=False))
     else:
@@ -137,8 +138,12 @@ def _memory_limit(option: str | None) -> tuple[int | None, str]:
 
 
 def format_record(r: dict) -> str:
+    from harness.problem import describe_kernel
+
     lines = [f"{r['method']} on {r['problem']} (N={r['n_train']}, {r['n_test']} test points), "
              f"budget {r['budget']} {r['budget_unit']}, seed {r['seed']}"]
+    if r.get("kernel"):
+        lines.append(f"  kernel: {describe_kernel(r['kernel'])}")
     if r["status"] != "ok":
         lines.append(f"  status: {r['status']}: {r['reason']}")
     if r.get("log_marginal_likelihood") is not None:

@@ -24,7 +24,8 @@ class Estimate:
     log_marginal_likelihood is None when the method does not estimate it (and -inf is never
     a valid answer: a degenerate run is `Estimate.failed(...)` with a reason).
     test_probabilities has one entry in [0, 1] per test point (empty for orthant problems),
-    or is None when the method does not predict.
+    or is None when the method does not predict. test_probabilities_se holds their standard
+    errors, one >= 0 per test point, when the method estimates them (None otherwise).
     """
 
     log_marginal_likelihood: float | None
@@ -33,6 +34,7 @@ class Estimate:
     status: str = "ok"
     reason: str = ""
     diagnostics: Mapping[str, float | int | str] = field(default_factory=dict)
+    test_probabilities_se: np.ndarray | None = None
 
     @classmethod
     def failed(cls, reason: str, **diagnostics) -> Estimate:
@@ -56,6 +58,15 @@ class Estimate:
                 raise AssertionError(f"test probabilities have shape {p.shape}, want ({n_test},)")
             if not np.all((p >= 0) & (p <= 1)):
                 raise AssertionError("test probabilities outside [0, 1] or NaN")
+        if self.test_probabilities_se is not None:
+            if self.test_probabilities is None:
+                raise AssertionError("standard errors without test probabilities")
+            se = np.asarray(self.test_probabilities_se)
+            if se.shape != (n_test,):
+                raise AssertionError(f"test probability SEs have shape {se.shape}, "
+                                     f"want ({n_test},)")
+            if not np.all(se >= 0):
+                raise AssertionError("test probability SEs negative or NaN")
 
 
 class _CallableModule(types.ModuleType):

@@ -84,11 +84,22 @@ def check_labels(y, field: str = "y_train") -> np.ndarray:
         raise InputError(field, "contains NaN or infinite values")
     bad = ~np.isin(y, (-1, 1))
     if np.any(bad):
-        example = y[bad][0]
+        example = y[bad][0].item()   # a plain Python value: 0, not np.float64(0.0)
+        shown = f"{example:g}" if isinstance(example, int | float) else repr(example)
         raise InputError(
-            field, f"labels must be -1 or +1, found {example!r}", "map the two classes to -1/+1"
+            field, f"labels must be -1 or +1, found {shown}", "map the two classes to -1/+1"
         )
     return y.astype(np.int8)
+
+
+def describe_kernel(kernel: Mapping[str, Any] | None) -> str:
+    """'rbf (alpha=2, beta=1)' from a Problem.kernel_summary() ('' for none)."""
+    if not kernel:
+        return ""
+    params = {k: v for k, v in kernel.items() if k != "name"}
+    return str(kernel.get("name", "?")) + (" (" + ", ".join(
+        f"{k}={v:g}" if isinstance(v, int | float) else f"{k}={v}"
+        for k, v in params.items()) + ")" if params else "")
 
 
 @dataclass(frozen=True, eq=False)
@@ -295,6 +306,10 @@ class Problem:
         # var >= 1 in exact arithmetic (the +I of the probit noise); guard rounding only
         return np.sqrt(np.maximum(var, 1e-300))
 
+    def kernel_summary(self) -> dict[str, Any] | None:
+        """{"name": ..., parameter: value, ...} of the kernel (None for an orthant problem)."""
+        return None if self.is_orthant else {"name": self.kernel.name, **self.kernel.params()}
+
     def summary(self) -> dict[str, Any]:
         """Plain description for records, stores and reports (includes the truth arrays)."""
         truth = self.truth
@@ -312,8 +327,7 @@ class Problem:
             "n_test": self.n_test,
             "n_features": None if self.is_orthant else int(self.X_train.shape[1]),
             "covariance": self.cov.describe(),
-            "kernel": None if self.is_orthant else {"name": self.kernel.name,
-                                                    **self.kernel.params()},
+            "kernel": self.kernel_summary(),
             "truth_kind": None if truth is None else truth.kind,
             "truth_source": None if truth is None else truth.source,
             "true_log_marginal_likelihood": None if truth is None

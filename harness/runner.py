@@ -49,6 +49,10 @@ def _plain(value):
     return value
 
 
+def _listed(values) -> list[float] | None:
+    return None if values is None else np.asarray(values, float).tolist()
+
+
 _SETUP: WeakKeyDictionary[Problem, dict[str, tuple[float, float]]] = WeakKeyDictionary()
 
 
@@ -118,8 +122,8 @@ def run_method(
         "reason": estimate.reason,
         "log_marginal_likelihood": _plain(estimate.log_marginal_likelihood),
         "log_marginal_likelihood_se": _plain(estimate.log_marginal_likelihood_se),
-        "test_probabilities": (None if estimate.test_probabilities is None
-                               else np.asarray(estimate.test_probabilities, float).tolist()),
+        "test_probabilities": _listed(estimate.test_probabilities),
+        "test_probabilities_se": _listed(estimate.test_probabilities_se),
         "cpu_seconds": cpu,
         "process_cpu_seconds": proc,
         "wall_seconds": wall,
@@ -149,6 +153,19 @@ def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def point_truth(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
+    """Per test point: the true probabilities (when the problem has them) and each point's
+    absolute error |p_i - p*_i| (when the run predicted); the MAE is their mean. Not part of
+    the stored record (the store holds the truth once, in the problem's summary)."""
+    truth = problem.truth
+    known = truth is not None and truth.test_probabilities is not None and problem.n_test > 0
+    probs = record.get("test_probabilities")
+    return {"true_test_probabilities": _listed(truth.test_probabilities) if known else None,
+            "test_probabilities_abs_error": _listed(np.abs(np.asarray(probs, float)
+                                                           - truth.test_probabilities))
+            if known and record["status"] == "ok" and probs is not None else None}
+
+
 def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
             *, raise_errors: bool = False, **identity: Any) -> dict[str, Any]:
     """The full record of one run: identity fields, results, timings and truth metrics."""
@@ -163,6 +180,7 @@ def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Genera
         "budget_unit": method.budget_unit,
         "n_train": problem.n_train,
         "n_test": problem.n_test,
+        "kernel": problem.kernel_summary(),
     }
     record.update(run_method(problem, method, budget, rng, raise_errors=raise_errors))
     record.update(truth_metrics(problem, record))

@@ -328,4 +328,5 @@ class Sov(Method):
                 diagnostics["test_se_mean"] = float(np.mean(run.test_se))
                 diagnostics["test_se_max"] = float(np.max(run.test_se))
         return Estimate(run.log_z, run.test if problem.n_test else np.empty(0),
-                        log_marginal_likelihood_se=se, diagnostics=diagnostics)
+                        log_marginal_likelihood_se=se, diagnostics=diagnostics,
+                        test_probabilities_se=run.test_se if se is not None else None)

@@ -461,15 +461,17 @@ def best_at_equal_time(data: ReportData, problem: str, column: str,
                           int(top["budget"]), float(top["cpu_seconds_mean"])))
         reach.sort()
         row = {"cpu_seconds": t, "best": None, "error": math.nan, "se": math.nan, "budget": None,
-               "runner_up": None, "runner_up_error": math.nan, "clear": None,
+               "runner_up": None, "runner_up_error": math.nan, "runner_up_se": math.nan,
+               "runner_up_budget": None, "clear": None,
                "methods_within": len(reach)}
         if reach:
             err, se, method, budget, _ = reach[0]
             row.update(best=method, error=err, se=se, budget=budget)
             if len(reach) > 1:
-                err2, se2, method2, _, _ = reach[1]
+                err2, se2, method2, budget2, _ = reach[1]
                 gap_se = math.sqrt(np.nan_to_num(se) ** 2 + np.nan_to_num(se2) ** 2)
-                row.update(runner_up=method2, runner_up_error=err2,
+                row.update(runner_up=method2, runner_up_error=err2, runner_up_se=se2,
+                           runner_up_budget=budget2,
                            clear=bool(err2 - err > REFERENCE_FACTOR * gap_se))
         rows.append(row)
     return pd.DataFrame(rows)

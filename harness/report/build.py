@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib
 
+from harness.problem import describe_kernel
 from harness.report import figures as figs
 from harness.report import html, pdf, reproduction, scaling, tables, tuning
 from harness.report.aggregate import OK, ReportData, load
@@ -28,9 +29,7 @@ def _facts(data: ReportData, problem: str) -> list[tuple[str, str]]:
     out.append(("size", f"N = {s.get('n_train')} training points"
                 + (f", {n_test} test points" if n_test else "")))
     if s.get("kernel"):
-        k = dict(s["kernel"])
-        out.append(("kernel", k.pop("name", "?") + (" (" + ", ".join(
-            f"{a}={b}" for a, b in k.items()) + ")" if k else "")))
+        out.append(("kernel", describe_kernel(s["kernel"])))
     kind = s.get("truth_kind")
     if kind:
         lz = s.get("true_log_marginal_likelihood")

@@ -80,6 +80,18 @@ def _yerr(mean: np.ndarray, se: np.ndarray) -> np.ndarray:
     return np.vstack([np.minimum(se, mean * 0.95), se])
 
 
+def palette_of(data: ReportData, palette: Palette | None) -> Palette:
+    """The palette given, else the report's own (build.palette_for), kept on data.palette so
+    every figure of the store draws a method in the same colour."""
+    if palette is not None:
+        return palette
+    if data.palette is None:
+        from harness.report.build import palette_for  # build imports this module
+
+        data.palette = palette_for(data)
+    return data.palette
+
+
 def _legend(fig: Figure, palette: Palette, methods: list[str], extra=(), ncol: int = 3,
             handles=None) -> None:
     """The legend in its strip below the plots, sized to its number of rows."""
@@ -182,8 +194,10 @@ def _error_panels(data: ReportData, problem: str, palette: Palette, xcol: str, x
     return fig, cols
 
 
-def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
+def time_error(data: ReportData, problem: str,
+               palette: Palette | None = None) -> FigureSpec | None:
     """CPU time against the error of the test probabilities and of log Z (paper Figs 1–2)."""
+    palette = palette_of(data, palette)
     drawn = _error_panels(data, problem, palette, "cpu_seconds", True,
                           lambda _: "CPU seconds per run (log scale)", "CPU time")
     if drawn is None:
@@ -197,8 +211,10 @@ def time_error(data: ReportData, problem: str, palette: Palette) -> FigureSpec |
         figure=fig)
 
 
-def error_budget(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
+def error_budget(data: ReportData, problem: str,
+                 palette: Palette | None = None) -> FigureSpec | None:
     """Budget against the error of the test probabilities and of log Z."""
+    palette = palette_of(data, palette)
     drawn = _error_panels(data, problem, palette, "budget", False, _budget_label, "budget")
     if drawn is None:
         return None
@@ -210,7 +226,10 @@ def error_budget(data: ReportData, problem: str, palette: Palette) -> FigureSpec
         figure=fig)
 
 
-def cpu_budget(data: ReportData, problem: str, palette: Palette) -> FigureSpec | None:
+def cpu_budget(data: ReportData, problem: str,
+               palette: Palette | None = None) -> FigureSpec | None:
+    """Budget against CPU seconds."""
+    palette = palette_of(data, palette)
     cells = data.cells[(data.cells["problem"] == problem) & (data.cells["cpu_seconds_n"] > 0)]
     if not len(cells):
         return None
@@ -229,9 +248,10 @@ def cpu_budget(data: ReportData, problem: str, palette: Palette) -> FigureSpec |
                       figure=fig)
 
 
-def cost_vs_n(data: ReportData, family: str, palette: Palette,
+def cost_vs_n(data: ReportData, family: str, palette: Palette | None = None,
               max_budgets: int = 3) -> FigureSpec | None:
     """CPU seconds against N, per method at up to `max_budgets` budgets shared by several N."""
+    palette = palette_of(data, palette)
     cells = data.cells[(data.cells["family"] == family) & (data.cells["cpu_seconds_n"] > 0)]
     cells = cells.dropna(subset=["n_train"])
     if cells["n_train"].nunique() < 2:
@@ -317,8 +337,9 @@ def _slug(text: str) -> str:
     return out.strip("-")[:80] or "x"
 
 
-def all_figures(data: ReportData, palette: Palette) -> list[FigureSpec]:
+def all_figures(data: ReportData, palette: Palette | None = None) -> list[FigureSpec]:
     """Every figure of the report, in reading order (per problem, then across problems)."""
+    palette = palette_of(data, palette)
     specs: list[FigureSpec] = []
     with style_context():
         for problem in data.problems:

@@ -1,7 +1,9 @@
 """The PDF: the same figures and tables as the HTML, through matplotlib's PdfPages.
 
 A4 landscape. Text and tables flow down the page and continue on the next one (a table's
-header is repeated); each figure gets a page of its own with its caption.
+header is repeated); each figure gets a page of its own with its caption. A new part (a
+problem, failed jobs, ...) starts a new page only when the current one is at least half full
+(`Flow.section_break`), so short tables do not leave near-empty pages behind.
 """
 
 from __future__ import annotations
@@ -49,6 +51,13 @@ class Flow:
             self.pdf.savefig(self.fig)
             plt.close(self.fig)
         self.fig = None
+
+    def section_break(self, gap: float = 0.3) -> None:
+        """A new page if this one is at least half full, else a gap: short parts share pages."""
+        if self.fig is not None and self.y < PAGE[1] / 2:
+            self.y += gap
+        else:
+            self.new_page()
 
     def _ensure(self, height: float) -> None:
         if self.fig is not None and height > self._room():
@@ -199,11 +208,11 @@ def _sections(flow: Flow, sections: list[dict], title: str) -> None:
     """A headed part of the report, one section after the other (each from a new page)."""
     if not sections:
         return
-    flow.new_page()
+    flow.section_break()
     flow.heading(title, size=15)
     for i, s in enumerate(sections):
         if i:
-            flow.new_page()
+            flow.section_break()
         _section(flow, s, 13)
 
 
@@ -234,7 +243,7 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
             for t in context["reproduction"]:
                 flow.heading(t.title, size=11)
                 flow.table(t)
-            flow.new_page()
+            flow.section_break()
         if context["methods_table"].rows:
             flow.heading("Methods")
             flow.table(context["methods_table"])
@@ -242,19 +251,19 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
             flow.heading(context["best_table"].title)
             flow.table(context["best_table"])
         for p in context["problems"]:
-            flow.new_page()
+            flow.section_break()
             _section(flow, p, 15)
         _sections(flow, context.get("scale", []), "Cost against N")
         _sections(flow, context["tuning"], "Hyperparameter tuning")
         if context["cross_figure_specs"] or context["paper_tables"]:
-            flow.new_page()
+            flow.section_break()
             flow.heading("Across problems", size=15)
             for t in context["paper_tables"]:
                 flow.heading(t.title, size=11)
                 flow.table(t)
             for spec in context["cross_figure_specs"]:
                 flow.figure(spec)
-        flow.new_page()
+        flow.section_break()
         flow.heading("Failed jobs", size=15)
         if context["n_bad"]:
             flow.table(context["failures_table"])
@@ -273,7 +282,7 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
         else:
             flow.text("The store records no environment.", color=MUTED)
         for name, text in context["sweep_files"]:
-            flow.new_page()
+            flow.section_break()
             flow.heading(f"Sweep file{': ' + name if name else ''}", size=15)
             flow.text(text, size=7.5, mono=True, width=150)
         if not context["sweep_files"]:

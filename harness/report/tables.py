@@ -104,7 +104,8 @@ def methods_table(data: ReportData, palette) -> Table:
 
 
 def best_table(data: ReportData, palette, problems=None) -> Table:
-    """Best method at equal CPU time, per problem and error measure."""
+    """Best method at equal CPU time, per problem and error measure, with the runner-up's
+    error and the ratio runner-up / best (how much the choice matters, tie or not)."""
     rows = []
     for problem in problems or data.problems:
         for col in problem_metrics(data, problem):
@@ -115,25 +116,40 @@ def best_table(data: ReportData, palette, problems=None) -> Table:
             for _, r in bt.iterrows():
                 if not isinstance(r["best"], str):
                     continue
-                if not isinstance(r["runner_up"], str):
+                second = isinstance(r["runner_up"], str)
+                if not second:
                     verdict = _c("only method within this time")
                 elif r["clear"]:
-                    verdict = _c(f"ahead of {r['runner_up']} by > 2 SE")
+                    verdict = _c("ahead by > 2 SE")
                 else:
-                    verdict = _c(f"tie with {r['runner_up']} (within 2 SE)", "floor")
+                    verdict = _c("tie (within 2 SE)", "floor")
                 rows.append([_c(problem if first else ""), _c(METRICS[col].name if first else ""),
                              _c(f"≤ {fmt(r['cpu_seconds'], 2)}", "num"),
                              method_cell(data, palette, r["best"]),
                              _c(fmt_budget(r["budget"]), "num"),
-                             error_cell(data, problem, col, r["error"], r["se"]), verdict])
+                             error_cell(data, problem, col, r["error"], r["se"]),
+                             method_cell(data, palette, r["runner_up"]) if second else _c("—"),
+                             error_cell(data, problem, col, r["runner_up_error"],
+                                        r["runner_up_se"]) if second else _c("—"),
+                             _c(_ratio(r["runner_up_error"], r["error"]) if second else "—",
+                                "num"),
+                             verdict])
                 first = False
     return Table("best", "Best method at equal CPU time",
                  ["problem", "error", "CPU s per run", "best method", "at budget",
-                  "mean error (SE)", "margin"], rows,
+                  "mean error (SE)", "runner-up", "runner-up error (SE)",
+                  "ratio (runner-up / best)", "margin"], rows,
                  caption="Exact methods only. For each CPU-time level: the lowest mean error any "
                          "budget of each method reaches within that time (mean CPU seconds over "
-                         "replicates); the best method, and whether its lead over the runner-up "
-                         "exceeds 2 combined standard errors.")
+                         "replicates); the best method, the runner-up, the ratio of their mean "
+                         "errors, and whether the lead exceeds 2 combined standard errors.")
+
+
+def _ratio(worse: float, best: float) -> str:
+    """worse / best with 3 significant digits; '∞' when the best error is exactly 0."""
+    if not math.isfinite(worse):
+        return "—"
+    return fmt(worse / best, 3) if best > 0 else "∞"
 
 
 # ---- per problem ------------------------------------------------------------------------

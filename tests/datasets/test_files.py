@@ -172,6 +172,20 @@ def test_csv_without_split_and_other_label_column(tmp_path):
     assert p.kernel == Linear(1.0)
 
 
+@pytest.mark.parametrize("options, kernel, text", [
+    ("", {"name": "rbf", "alpha": 1.0, "beta": 1.0}, "kernel rbf (alpha=1, beta=1)"),
+    (":alpha=2,beta=0.5", {"name": "rbf", "alpha": 2.0, "beta": 0.5},
+     "kernel rbf (alpha=2, beta=0.5)"),
+    (":kernel=linear,beta=3", {"name": "linear", "scale": 3.0}, "kernel linear (scale=3)")])
+def test_csv_kernel_and_its_parameters_are_stored(tmp_path, options, kernel, text):
+    """The summary a store keeps names the kernel actually used, defaults included, in its
+    kernel field and in the description (`list`-style text)."""
+    path = write_csv(tmp_path / "d.csv", ["x", "y"], [(0.1, 1), (0.2, -1), (0.3, 1)])
+    s = make_problem(f"{path}{options}").summary()
+    assert s["kernel"] == kernel
+    assert f"(1 feature, {text})" in s["description"]
+
+
 # ---- errors ----------------------------------------------------------------------------------
 def test_npz_without_needed_arrays(tmp_path):
     path = tmp_path / "partial.npz"

@@ -333,3 +333,53 @@ def test_check_passes_a_sound_method_and_fails_a_biased_one(capsys, flawed):
     assert re.search(r"FAILED +closed_forms +N = 1: mean log Z", out), out
     code, out, err = run_cli(capsys, "check", "nope")
     assert_one_line_error(code, out, err, "unknown method 'nope'")
+
+
+# ---- per-point truth and standard errors, kernels of file problems --------------------------
+def test_run_json_per_point_truth_and_standard_errors(capsys):
+    """`run --json` of a method with per-point standard errors (SOV) carries the true test
+    probabilities, each point's absolute error and the method's SEs; the truth is the
+    problem's exact one and the errors agree with the SEs (|p - p*| < 6 SE + 1e-3)."""
+    spec = "linear1d:n_train=30,n_test=6"
+    code, out, err = run_cli(capsys, "run", "--problem", spec, "--method", "sov", "--budget",
+                             "2000", "--set", "randomisations=8", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    p = np.array(r["test_probabilities"])
+    truth = make_problem(spec).truth.test_probabilities
+    np.testing.assert_array_equal(r["true_test_probabilities"], truth)
+    np.testing.assert_allclose(r["test_probabilities_abs_error"], np.abs(p - truth), rtol=1e-12)
+    assert np.mean(r["test_probabilities_abs_error"]) == pytest.approx(r["mae"], rel=1e-12)
+    se = np.array(r["test_probabilities_se"])
+    assert se.shape == (6,) and np.all(np.isfinite(se)) and np.all(se >= 0) and se.max() > 0
+    assert np.all(np.abs(p - truth) < 6 * se + 1e-3)
+
+
+def test_run_json_without_per_point_se_or_truth(capsys):
+    """A method without per-point SEs says null; a problem without test points gives empty
+    per-point truth (orthant) and one without truth gives none."""
+    r = run_json(capsys, "linear1d:n_train=20,n_test=3", 500)
+    assert r["test_probabilities_se"] is None
+    assert len(r["true_test_probabilities"]) == 3 == len(r["test_probabilities_abs_error"])
+    r = run_json(capsys, "onefactor:n=20", 500)
+    assert r["true_test_probabilities"] is None and r["test_probabilities_abs_error"] is None
+
+
+def test_csv_problem_kernel_printed(capsys, tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("x,y\n0.1,1\n0.5,-1\n0.9,1\n1.2,-1\n")
+    code, out, err = run_cli(capsys, "run", "--problem", f"{path}:alpha=2", "--method", METHOD,
+                             "--budget", "200")
+    assert code == 0, err
+    assert "kernel: rbf (alpha=2, beta=1)" in out
+    r = run_json(capsys, f"{path}:kernel=linear,beta=0.5", 200)
+    assert r["kernel"] == {"name": "linear", "scale": 0.5}
+
+
+def test_label_error_prints_plain_number(capsys, tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("x,y\n0.1,1\n0.5,0\n")
+    code, out, err = run_cli(capsys, "run", "--problem", str(path), "--method", METHOD,
+                             "--budget", "100")
+    assert_one_line_error(code, out, err, "y_train", "found 0 ")
+    assert "np.float64" not in err

@@ -286,6 +286,15 @@ def test_check_labels_returns_small_ints():
     assert out.dtype == np.int8 and list(out) == [1, -1, 1]
 
 
+@pytest.mark.parametrize("labels, shown", [(np.array([1.0, 0.0]), "found 0 "),
+                                           (np.array([1, 2], dtype=np.int64), "found 2 "),
+                                           (np.array([1.0, 0.5]), "found 0.5 ")])
+def test_check_labels_names_the_bad_label_as_a_plain_value(labels, shown):
+    with pytest.raises(InputError) as exc:
+        check_labels(labels)
+    assert shown in str(exc.value) and "np." not in str(exc.value)
+
+
 # ---- summary -------------------------------------------------------------------------------
 def test_summary_is_json_serialisable():
     X, y, Xs = data(n=8, n_test=3)

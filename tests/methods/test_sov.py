@@ -99,6 +99,19 @@ def test_ratio_estimates_against_the_oracle_within_their_error():
     assert np.mean(err) <= 2 * np.mean(run.test_se)
 
 
+def test_estimate_carries_the_per_point_standard_errors():
+    """Estimate.test_probabilities_se is the run's test_se, and the errors against the exact
+    linear-kernel oracle are within it; a single randomisation has none."""
+    problem = linear1d(n_train=150, n_test=25, seed=7)
+    est = _est(problem, 5000, 3)
+    run = Sov().run(problem, 5000, np.random.default_rng(3))
+    np.testing.assert_array_equal(est.test_probabilities_se, run.test_se)
+    err = np.abs(est.test_probabilities - problem.truth.test_probabilities)
+    assert np.all(err <= 5 * est.test_probabilities_se + 1e-4)
+    est.check(problem.n_test)
+    assert _est(problem, 500, 0, randomisations=1).test_probabilities_se is None
+
+
 def test_univariate_reordering_gives_the_same_answer():
     """Reordering changes the variance, not the target (test variables stay last)."""
     problem = linear1d(n_train=100, n_test=10, seed=8)

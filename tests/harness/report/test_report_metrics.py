@@ -255,6 +255,39 @@ def test_best_method_at_equal_cpu_time(tmp_path):
     assert "A" in set(table["best method"])
 
 
+def test_best_table_shows_the_runner_up_error_and_the_ratio(tmp_path):
+    """Per CPU level: the runner-up's mean error (SE) and runner-up / best, tie or not."""
+    recs = []
+    for i in range(3):
+        for method, err in {"A": 0.1, "B": 0.3, "C": 0.1008}.items():
+            recs.append(record(f"{method}-{i}", "P", method, 100, i, cpu=1.0 + 1e-3 * i,
+                               log_z=TRUE_LZ - err - 1e-3 * i))
+    data = make_store(tmp_path / "b.sqlite", recs, [summary("P", probs=None)])
+    bt = agg.best_at_equal_time(data, "P", "abs_log_error", levels=[2.0])
+    assert bt["runner_up"].iloc[0] == "C"
+    assert bt["runner_up_se"].iloc[0] == pytest.approx(1e-3 / 3**0.5)
+    row = tables.frame(tables.best_table(data, Palette(data.methods))).iloc[0]
+    assert row["best method"] == "A" and row["runner-up"] == "C"
+    assert row["error"] == "MAPE of log Z" and row["runner-up error (SE)"] == "1.02 (0.0058)"   # %
+    assert row["ratio (runner-up / best)"] == "1.01"          # 0.1018 / 0.101
+    assert "tie" in row["margin"]
+
+
+def test_best_table_ratio_without_a_runner_up_or_with_a_zero_best(tmp_path):
+    recs = [record(f"A-{i}", "P", "A", 100, i, log_z=TRUE_LZ, cpu=1.0) for i in range(2)]
+    recs += [record(f"B-{i}", "Q", "B", 100, i, log_z=TRUE_LZ - 0.5, cpu=1.0) for i in range(2)]
+    recs += [record(f"C-{i}", "Q", "C", 100, i, log_z=TRUE_LZ - 0.1, cpu=1.0) for i in range(2)]
+    recs += [record(f"D-{i}", "P", "D", 100, i, log_z=TRUE_LZ - 0.2, cpu=1.0) for i in range(2)]
+    data = make_store(tmp_path / "b.sqlite", recs, [summary("P", probs=None),
+                                                     summary("Q", probs=None)])
+    t = tables.frame(tables.best_table(data, Palette(data.methods), ["P"])).iloc[0]
+    assert t["best method"] == "A" and t["ratio (runner-up / best)"] == "∞"
+    only = [r for r in recs if r["method"] == "B"]
+    data = make_store(tmp_path / "c.sqlite", only, [summary("Q", probs=None)])
+    t = tables.frame(tables.best_table(data, Palette(data.methods))).iloc[0]
+    assert t["runner-up"] == "—" and t["ratio (runner-up / best)"] == "—"
+
+
 # ---- presentation helpers -----------------------------------------------------------------
 def test_palette_is_fixed_per_label():
     p1 = Palette(["b", "a", "c"], approximate=["c"])
@@ -316,3 +349,27 @@ def test_report_of_empty_and_all_failed_stores(tmp_path):
                         pdf_file=False)["html"].read_text(encoding="utf-8")
     assert "3 jobs did not succeed" in html and "CPU limit" in html
     assert "<img" not in html                    # nothing to draw, and nothing drawn wrongly
+
+
+def test_figures_build_their_palette_when_none_is_given(tmp_path):
+    """A loaded store has no palette until a report draws it: the figure functions build the
+    report's own (harness.report.build.palette_for) instead of failing on None."""
+    from harness.report import figures
+    from harness.report.build import palette_for
+
+    recs = [record(f"{m}-{b}-{i}", "P", m, b, i, log_z=TRUE_LZ - 0.1 / b, probs=TRUE_P,
+                   cpu=b / 100 + 1e-3 * i, exact=m != "ep")
+            for m in ("A", "ep") for b in (100, 1000) for i in range(2)]
+    data = make_store(tmp_path / "f.sqlite", recs, [summary("P")])
+    assert data.palette is None
+    spec = figures.time_error(data, "P", data.palette)
+    try:
+        want = palette_for(data)
+        drawn = [c.lines[0] for ax in spec.figure.axes for c in ax.containers
+                 if c.get_label() == "A"]
+        assert drawn and all(ln.get_color() == want.colour("A") for ln in drawn)
+    finally:
+        figures.close([spec])
+    specs = figures.all_figures(data, None)
+    assert len(specs) == 3
+    figures.close(specs)

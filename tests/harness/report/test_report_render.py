@@ -9,9 +9,11 @@ import subprocess
 
 import numpy as np
 import pytest
+from matplotlib.backends.backend_pdf import PdfPages
 
 from harness.cli import main
 from harness.registry import get_method
+from harness.report.pdf import PAGE
 from harness.report.style import Palette
 from harness.runner import run_one
 from harness.seeding import rng_for
@@ -21,6 +23,15 @@ from harness.store import ResultStore
 SPEC = "linear1d:n_train=40,n_test=10"
 BUDGETS = (200, 2000)
 REPLICATES = 3
+
+
+def page_fill(fig) -> float:
+    """The share of a page's height its content reaches down to (from the top edge)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [a.get_window_extent(renderer) for a in fig.texts + fig.axes]
+    lowest = min(b.y0 for b in boxes) if boxes else fig.bbox.height
+    return 1 - lowest / fig.bbox.height
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +59,19 @@ def report(tmp_path_factory):
             failed.pop(k, None)
         store.add_record(failed)
     out = root / "out"
-    assert main(["report", "--store", str(store_path), "--out", str(out)]) == 0
+    pages = []   # (width, height, fill) of every PDF page, in order
+    save = PdfPages.savefig
+
+    def spy(self, figure=None, **kwargs):
+        pages.append((*figure.get_size_inches(), page_fill(figure)))
+        return save(self, figure, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(PdfPages, "savefig", spy)
+        assert main(["report", "--store", str(store_path), "--out", str(out)]) == 0
     html = (out / "report.html").read_text(encoding="utf-8")
-    return {"root": root, "out": out, "html": html, "methods": [m.label() for m in methods]}
+    return {"root": root, "out": out, "html": html, "methods": [m.label() for m in methods],
+            "pages": pages}
 
 
 def test_html_is_self_contained(report):
@@ -72,6 +93,18 @@ def test_written_files(report):
         assert (out / name).stat().st_size > 500, name
     assert (out / "report.pdf").read_bytes().startswith(b"%PDF")
     assert "timeout" in (out / "jobs.csv").read_text()
+
+
+def test_pdf_has_no_near_empty_pages(report):
+    """Short tables share pages: every page but the last is filled at least to half its
+    height (figures have pages of their own, sized to the figure)."""
+    pages = report["pages"]
+    assert len(pages) >= 3
+    for i, (_, _, fill) in enumerate(pages[:-1], 1):
+        assert fill >= 0.5, f"page {i} of {len(pages)} is filled to {fill:.0%}: {pages}"
+    assert sum((round(w, 2), round(h, 2)) == PAGE for w, h, _ in pages) >= 2   # A4 text pages
+    n_pages = len(re.findall(rb"/Type\s*/Page\b", (report["out"] / "report.pdf").read_bytes()))
+    assert n_pages == len(pages)
 
 
 def _chromium():
