@@ -27,8 +27,9 @@ def _setup_sweep(p):
         "in the store are skipped.")
     p.add_argument("sweep_file", nargs="?", default=DEFAULT_SWEEP,
                    help=f"the sweep (TOML); default {DEFAULT_SWEEP}")
-    p.add_argument("--store", help="results store (SQLite); default: the file's [output] store, "
-                   "else results/<sweep name>.sqlite")
+    p.add_argument("--store", help="results store (SQLite), relative to the working directory; "
+                   "default: the file's [output] store (relative to the sweep file), else "
+                   "results/<sweep name>.sqlite")
     p.add_argument("--workers", help="worker processes of the local cluster (one thread each); "
                    "default: one per core")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -45,7 +46,9 @@ def _setup_sweep(p):
                    help="do not write the report at the end (default: the file's [output] "
                    "report, else reports/<sweep name>/)")
     p.add_argument("--check", action="store_true",
-                   help="validate the sweep file and print its plan; run nothing")
+                   help="validate the sweep file and print the plan a run would follow (jobs, "
+                   "not planned pairs, how many are already in the store); run nothing and "
+                   "write nothing")
 
 
 @command("sweep", _setup_sweep)
@@ -57,35 +60,56 @@ def cmd_sweep(args) -> int:
     workers = None if args.workers is None else parse_int("--workers", args.workers, minimum=1)
     sweep = load_sweep(default_sweep_file(args.sweep_file))
     if args.check:
-        print(f"{sweep.path}: valid; {sweep.n_jobs} jobs")
-        for p in sweep.problems:
-            print(f"  problem {p.spec}  (N={p.n_train}, {p.n_test} test points)")
-        for m in sweep.methods:
-            print(f"  method  {m.label}  budgets {', '.join(map(str, m.budgets))} "
-                  f"{m.budget_unit}")
-        print(f"  {sweep.replicates} replicates, seed {sweep.seed}, time limit "
-              f"{'none' if sweep.time_limit is None else f'{sweep.time_limit:g} CPU s'}")
-        if sweep.tune is not None:
-            t = sweep.tune
-            print(f"  tuning: {', '.join(t.strategies)} over "
-                  + ", ".join(f"{k} {lo:g}..{hi:g} ({n} points)"
-                              for k, (lo, hi, n) in t.space.items()))
-        print(f"  store {args.store or sweep.store}, report {sweep.report}")
-        for reason in _check_skipped(sweep, args, workers):
-            print(f"not planned: {reason}")
-        return 0
+        return _check(sweep, args, workers)
     tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
-    outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
-                        tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report)
+    try:
+        outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
+                            tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report)
+    except KeyboardInterrupt:   # run_sweep said how far it got
+        return 130
     return 0 if outcome.complete else 1
 
 
-def _check_skipped(sweep, args, workers) -> list[str]:
-    """The not-planned lines of `sweep --check`, against the same worker memory as a run
-    (with --scheduler, the connected workers' smallest memory_limit)."""
+def _check(sweep, args, workers) -> int:
+    """`sweep --check`: the run's plan, what the store already holds; nothing written."""
+    from pathlib import Path
+
+    from harness.sweep.driver import check_writable, plan_lines, stored_job_ids
+    from harness.sweep.plan import plan
+
+    store = Path(args.store) if args.store else sweep.store
+    check_writable(store, "store")
+    if not args.no_report:
+        check_writable(sweep.report, "report", directory=True)
+    limit = _check_memory(sweep, args, workers)
+    jobs = plan(sweep, limit)
+    print(f"{sweep.path}: valid")
+    print("\n".join(plan_lines(sweep, jobs, limit, store)))
+    done = stored_job_ids(store, args.rerun_failed)
+    n_done = 0 if done is None else sum(j.job_id in done for j in jobs)
+    print(f"{n_done} done, {len(jobs) - n_done} to run"
+          + (" (no store there yet)" if done is None else ""))
+    for p in sweep.problems:
+        print(f"  problem {p.spec}  (N={p.n_train}, {p.n_test} test points)")
+    for m in sweep.methods:
+        print(f"  method  {m.label}  budgets {', '.join(map(str, m.budgets))} "
+              f"{m.budget_unit}")
+    print(f"  {sweep.replicates} replicates, seed {sweep.seed}, time limit "
+          f"{'none' if sweep.time_limit is None else f'{sweep.time_limit:g} CPU s'}")
+    if sweep.tune is not None:
+        t = sweep.tune
+        print(f"  tuning: {', '.join(t.strategies)} over "
+              + ", ".join(f"{k} {lo:g}..{hi:g} ({n} points)"
+                          for k, (lo, hi, n) in t.space.items()))
+    print(f"  report {sweep.report}" + (" (not written: --no-report)" if args.no_report else ""))
+    return 0
+
+
+def _check_memory(sweep, args, workers) -> int | None:
+    """A worker's memory for `sweep --check`, the same as a run's (with --scheduler, the
+    connected workers' smallest memory_limit)."""
     from harness.sweep.cluster import TLSOptions, check_options, connect
     from harness.sweep.driver import worker_memory
-    from harness.sweep.plan import skipped_pairs
 
     tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
     check_options(args.scheduler, workers, tls)
@@ -93,8 +117,7 @@ def _check_skipped(sweep, args, workers) -> list[str]:
         def connected():
             return stack.enter_context(connect(args.scheduler, workers, tls))
 
-        limit = worker_memory(sweep, args.scheduler, workers, None, connected)
-        return skipped_pairs(sweep, limit)
+        return worker_memory(sweep, args.scheduler, workers, None, connected)
 
 
 def _setup_export(p):

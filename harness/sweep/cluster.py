@@ -2,6 +2,9 @@
 
 - Local (default): a LocalCluster of worker *processes*, one single-threaded worker per core
   (or `workers`), listening on 127.0.0.1 only; BLAS/OpenMP pinned to one thread per worker.
+  Its worker processes ignore SIGINT (this module is their Dask preload, see `dask_setup`):
+  a terminal's Ctrl-C reaches the whole process group, and only the client should react (it
+  stops the sweep and closes the cluster) rather than every worker printing a traceback.
 - Existing: `scheduler` is an address (tcp://HOST:PORT, tls://HOST:PORT) or the path of a
   scheduler file written by `dask scheduler --scheduler-file`. TLS uses Dask's `Security`:
   certificate paths from the command line, else from Dask's configuration
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +48,12 @@ def workers_memory_limit(client) -> int | None:
               client.scheduler_info(n_workers=-1).get("workers", {}).values()]
     limits = [int(v) for v in limits if v]
     return min(limits) if limits else None
+
+
+def dask_setup(worker=None) -> None:
+    """Dask preload hook of the local cluster's worker processes: ignore SIGINT there."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @dataclass(frozen=True)
@@ -161,7 +172,9 @@ def connect(scheduler: str | None = None, workers: int | None = None,
         raise InputError("--workers", f"must be >= 1, got {n}")
     os.environ.update({k: os.environ.get(k, v) for k, v in WORKER_ENV.items()})
     config = {"distributed.nanny.pre-spawn-environ": {
-        **dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENV}}
+        **dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENV},
+        "distributed.worker.preload": [*dask.config.get("distributed.worker.preload", []),
+                                       __name__]}
     if allowed_failures is not None:
         config["distributed.scheduler.allowed-failures"] = allowed_failures
     with dask.config.set(config):

@@ -2,16 +2,21 @@
 
 The client is the store's only writer: each finished job is one transaction, so a killed
 client or a Ctrl-C leaves every finished job committed and the store readable; the next run
-of the same sweep skips them (by job id) and runs the rest.
+of the same sweep skips them (by job id) and runs the rest. The store and report paths are
+checked for writing before anything runs (`check_writable`), and `sweep --check` prints the
+same plan as a run (`plan_lines`, `stored_job_ids`) without opening the store for writing.
 """
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import sys
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +61,66 @@ def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list
     """The jobs still to run: not stored yet (or stored without status ok, if rerun_failed)."""
     done = store.job_ids(["ok"]) if rerun_failed else store.job_ids()
     return [j for j in jobs if j.job_id not in done]
+
+
+def stored_job_ids(store_path: Path, rerun_failed: bool = False) -> set[str] | None:
+    """The job ids a store holds (status ok only, if rerun_failed), read-only; None if there
+    is no store there yet. Nothing is created or modified."""
+    path = Path(store_path)
+    if not path.is_file():
+        return None
+    # no write-ahead log: nobody is writing, open it as immutable (a read-only WAL connection
+    # would leave -wal and -shm files behind); else read beside the writer
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True,
+                                     timeout=30.0)) as db:
+            rows = db.execute("SELECT job_id FROM jobs" + (" WHERE status = 'ok'"
+                                                            if rerun_failed else ""))
+            return {r[0] for r in rows}
+    except sqlite3.Error as exc:
+        raise InputError("store", f"{store_path} cannot be read as a results store ({exc})",
+                         "give another --store") from None
+
+
+def check_writable(path: Path, field: str, directory: bool = False) -> None:
+    """An InputError naming `path` unless a file (or, with `directory`, a folder of files)
+    can be written there: an existing path of the right kind, or one whose nearest existing
+    ancestor is a folder that takes a new file (probed with an anonymous temporary file, so
+    nothing is left behind; a permission check alone misses /proc and read-only mounts)."""
+    path = Path(path)
+    kind = "folder" if directory else "file"
+    fix = f"give a writable path (--store, --out or the sweep file's [output] {field})"
+    if path.exists():
+        if path.is_dir() != directory:
+            raise InputError(field, f"{path} is not a {kind}", fix)
+        if not directory and not os.access(path, os.W_OK):
+            raise InputError(field, f"{path} is not writable", fix)
+        folder = path if directory else path.parent
+    else:
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InputError(field, f"cannot create {path}: {folder} is not a folder", fix)
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise InputError(field, f"cannot write {path} ({exc.strerror or exc})", fix) from None
+
+
+def plan_lines(sweep: Sweep, jobs: Sequence[Job], limit: int | None, store_path: Path
+               ) -> list[str]:
+    """The plan as a run and `sweep --check` print it: jobs, and what is not planned."""
+    n_budgets = len({b for m in sweep.methods for b in m.budgets})
+    once = sweep.deterministic
+    return [f"sweep {sweep.name}: {len(jobs)} jobs ({len(sweep.problems)} problems, "
+            f"{len(sweep.methods)} methods, {n_budgets} budgets, {sweep.replicates} replicates"
+            + (f"; deterministic, 1 replicate: {', '.join(once)}" if once else "")
+            + (f"; tuning: {', '.join(sweep.tune.strategies)}" if sweep.tune else "")
+            + f"); store {store_path}",
+            *(f"not planned: {reason}" for reason in skipped_pairs(sweep, limit))]
 
 
 def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, Any]) -> None:
@@ -151,6 +216,20 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                 pass
 
 
+@contextmanager
+def interrupt_note(outcome: Outcome, err: TextIO) -> Iterator[None]:
+    """On KeyboardInterrupt, say how far the sweep got (one line) and re-raise."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        done = outcome.skipped + outcome.stored
+        print(f"interrupted: {done} done, {outcome.total - done} to run; rerun to resume"
+              if outcome.total else "interrupted before any job ran; rerun to start",
+              file=err, flush=True)
+        raise
+
+
 def worker_memory(sweep: Sweep, scheduler: str | None, workers: int | None, client,
                   connected: Callable[[], Any]) -> int | None:
     """A worker's memory for planning: the sweep file's memory_limit, else the local cluster's
@@ -186,7 +265,12 @@ def run_sweep(
     if not isinstance(sweep, Sweep):
         sweep = load_sweep(sweep)
     store_path = Path(store) if store is not None else sweep.store
-    with ExitStack() as stack:
+    check_writable(store_path, "store")
+    if report:
+        check_writable(sweep.report, "report", directory=True)
+    outcome = Outcome(store=str(store_path))
+    # on Ctrl-C: one line (before the cluster closes), then KeyboardInterrupt
+    with ExitStack() as stack, interrupt_note(outcome, err):
         conn = None
 
         def connected():
@@ -198,18 +282,10 @@ def run_sweep(
 
         limit = worker_memory(sweep, scheduler, workers, client, connected)
         jobs = plan(sweep, limit)
-        outcome = Outcome(total=len(jobs), store=str(store_path))
         db = stack.enter_context(ResultStore(store_path))
         todo = pending(jobs, db, rerun_failed)
-        outcome.skipped = len(jobs) - len(todo)
-        n_budgets = len({b for m in sweep.methods for b in m.budgets})
-        print(f"sweep {sweep.name}: {len(jobs)} jobs ({len(sweep.problems)} problems, "
-              f"{len(sweep.methods)} methods, {n_budgets} budgets, {sweep.replicates} "
-              f"replicates"
-              + (f", tuning: {', '.join(sweep.tune.strategies)}" if sweep.tune else "")
-              + f"); store {store_path}", file=out)
-        for reason in skipped_pairs(sweep, limit):
-            print(f"not planned: {reason}", file=out)
+        outcome.total, outcome.skipped = len(jobs), len(jobs) - len(todo)
+        print("\n".join(plan_lines(sweep, jobs, limit, store_path)), file=out)
         print(f"{outcome.skipped} done, {len(todo)} to run", file=out, flush=True)
         record_metadata(db, sweep, environment_facts())
         record_references(db, sweep, out)
@@ -223,14 +299,7 @@ def run_sweep(
             workers_seen = db.metadata().get("workers") or {}
             workers_seen.update(worker_facts(conn.client))
             db.set_metadata("workers", workers_seen)
-            try:
-                execute(conn.client, todo, db, outcome, fn=fn,
-                        progress=Progress(len(todo), err))
-            except KeyboardInterrupt:
-                print(f"interrupted: {outcome.stored} jobs stored in this run, every finished "
-                      f"job is committed; run the same command again to resume",
-                      file=err, flush=True)
-                raise
+            execute(conn.client, todo, db, outcome, fn=fn, progress=Progress(len(todo), err))
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
         in_store = db.status_counts(j.job_id for j in jobs)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items()))

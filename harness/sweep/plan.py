@@ -75,7 +75,8 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
 
     Keeping a problem's jobs together lets each worker reuse the problem it has built; the
     larger budgets first shortens the tail of a sweep. Jobs that skipped_pairs reports are
-    left out.
+    left out. A deterministic method (`stochastic = False`) gets replicate 0 only: its other
+    replicates would repeat it (and replicate 0's job id is the same as with every replicate).
     """
     jobs = []
     limit = effective_limit(sweep, memory_limit)
@@ -87,7 +88,7 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
                 if budget not in m.budgets or incompatible(p, m) or budget in over[m.label]:
                     continue
                 for strategy in strategies:
-                    for r in range(sweep.replicates):
+                    for r in range(sweep.replicates_of(m)):
                         key = job_key(p.spec, m.name, m.settings, budget, r, sweep.seed)
                         tune = None
                         if strategy is not None:

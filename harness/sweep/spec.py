@@ -14,13 +14,13 @@ A sweep file (see sweeps/quick.toml)::
     problems = [
         "onefactor:n=50",                 # family:key=value,...
         "linear1d-p1",                    # a preset (optionally preset:key=value,...)
-        "data/my.npz",                    # a file, opened by the workers
+        "data/my.npz",                    # a file (relative to this file), opened by the workers
         { family = "onefactor", n = [50, 200], seed = [0, 1] },   # tables: lists make a grid
     ]
 
-    [output]                              # optional; relative to the current directory
-    store = "results/quick.sqlite"        # default results/<name>.sqlite
-    report = "reports/quick"              # default reports/<name>
+    [output]                              # optional; relative to this file's folder
+    store = "results/quick.sqlite"        # default results/<name>.sqlite (working directory)
+    report = "reports/quick"              # default reports/<name> (working directory)
 
     [methods.rejection-bootstrap]         # a registered method; a list of values is a grid
     count = ["soft", "hard"]              # -> rejection-bootstrap, rejection-bootstrap[count=hard]
@@ -28,6 +28,11 @@ A sweep file (see sweeps/quick.toml)::
 
     [methods."plugins/mine.py:Mine"]      # a method from a file (path relative to this file):
     budgets = [1000]                      # job keys hold its content hash (harness.plugin_file)
+
+Paths written in the file (problem files, [output] store and report, method files) are
+relative to the sweep file's folder, so the same file finds the same store from any working
+directory; a problem file's spec (in its jobs' keys) is its absolute path. A method whose class
+says `stochastic = False` (the same answer for every seed) runs replicate 0 only.
 
 A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
 `kind = "tune"` with a [tune] table makes every job a hyperparameter-tuning job instead of one
@@ -41,6 +46,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +77,7 @@ class MethodInstance:
     budgets: tuple[int, ...]
     budget_unit: str
     file: dict[str, str] | None = None   # a method from a file: MethodFile.spec() (its source)
+    stochastic: bool = True    # False: deterministic, one replicate (replicate 0) is enough
 
 
 @dataclass(frozen=True)
@@ -118,11 +125,21 @@ class Sweep:
             "kind": self.kind, **({"tune": self.tune.describe()} if self.tune else {}),
         }
 
+    def replicates_of(self, method: MethodInstance) -> int:
+        """Replicates of a method's jobs: one for a deterministic method (tuning keeps all)."""
+        return self.replicates if method.stochastic or self.tune else 1
+
+    @property
+    def deterministic(self) -> list[str]:
+        """Labels of the methods that run one replicate only (when replicates > 1)."""
+        return [m.label for m in self.methods if self.replicates_of(m) < self.replicates]
+
     @property
     def n_jobs(self) -> int:
+        """Jobs of the file before pairs are left out (incompatible or too large)."""
         per_job = len(self.tune.strategies) if self.tune else 1
-        return (len(self.problems) * self.replicates * per_job
-                * sum(len(m.budgets) for m in self.methods))
+        return (len(self.problems) * per_job
+                * sum(len(m.budgets) * self.replicates_of(m) for m in self.methods))
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -190,6 +207,15 @@ def _grid(table: dict[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
+def beside(base: Path | None, text: str) -> Path:
+    """A path written in a sweep file: relative to the file's folder `base` (None: as given,
+    relative to the working directory), normalised (`sweeps/../results` -> `results`)."""
+    path = Path(text).expanduser()
+    if base is None or path.is_absolute():
+        return path
+    return Path(os.path.normpath(base / path))
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -223,8 +249,10 @@ def parse_budgets(w: _Where, key: str, value: Any) -> tuple[int, ...]:
 
 
 # ---- problems ---------------------------------------------------------------------------------
-def canonical_problem(w: _Where, where: str, head: str, options: dict[str, Any]) -> str:
-    """The canonical spec string of a problem: head[:k=v,...] with typed, sorted options."""
+def canonical_problem(w: _Where, where: str, head: str, options: dict[str, Any],
+                      base: Path | None = None) -> str:
+    """The canonical spec string of a problem: head[:k=v,...] with typed, sorted options; a
+    file's path made absolute from `base` (the sweep file's folder)."""
     from harness.registry import presets, problem_families
 
     for k, v in options.items():
@@ -234,6 +262,8 @@ def canonical_problem(w: _Where, where: str, head: str, options: dict[str, Any])
                           "values may not be empty or contain ',' or '='")
     if names_file(head):
         family = None
+        if base is not None:
+            head = str(beside(base, head).resolve())
     elif head in presets():
         family = presets()[head][0]
     elif head in problem_families():
@@ -267,8 +297,9 @@ def canonical_problem(w: _Where, where: str, head: str, options: dict[str, Any])
     return f"{head}:" + ",".join(f"{k}={_text(typed[k])}" for k in sorted(typed))
 
 
-def expand_problems(w: _Where, value: Any) -> list[tuple[str, str]]:
-    """The `problems` list -> [(canonical spec, where)], grids expanded."""
+def expand_problems(w: _Where, value: Any, base: Path | None = None) -> list[tuple[str, str]]:
+    """The `problems` list -> [(canonical spec, where)], grids expanded; file paths relative
+    to `base`."""
     if not isinstance(value, list) or not value:
         raise w.error("problems", "must be a non-empty list",
                       'write problems = ["onefactor:n=50", "linear1d-p1"]')
@@ -280,7 +311,7 @@ def expand_problems(w: _Where, value: Any) -> list[tuple[str, str]]:
                 head, options = split_spec(item)
             except InputError as exc:
                 raise w.rewrap(where, exc) from None
-            out.append((canonical_problem(w, where, head, options), where))
+            out.append((canonical_problem(w, where, head, options, base), where))
         elif isinstance(item, dict):
             kinds = [k for k in PROBLEM_KINDS if k in item]
             if len(kinds) != 1:
@@ -318,7 +349,7 @@ def expand_problems(w: _Where, value: Any) -> list[tuple[str, str]]:
                                            and any(isinstance(x, dict | list) for x in v)):
                     raise w.error(f"{where}.{k}", "must be a value or a list of values")
             for combo in _grid(params):
-                out.append((canonical_problem(w, where, head.strip(), combo), where))
+                out.append((canonical_problem(w, where, head.strip(), combo, base), where))
         else:
             raise w.error(where, f"must be a spec string or a table, got {item!r}",
                           'write "onefactor:n=50" or { family = "onefactor", n = 50 }')
@@ -493,7 +524,8 @@ def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
                               f"(also from {seen[label]})", "remove the duplicate values")
             seen[label] = where
             instances.append(MethodInstance(name, label, method.get_settings(), own_budgets,
-                                            cls.budget_unit, files.get(name)))
+                                            cls.budget_unit, files.get(name),
+                                            cls.stochastic))
     return tuple(instances)
 
 
@@ -553,13 +585,14 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     for key in OUTPUT_KEYS:
         if key in output and (not isinstance(output[key], str) or not output[key].strip()):
             raise w.error(f"output.{key}", f"must be a path, got {output[key]!r}")
-    store = Path(output.get("store", f"results/{name}.sqlite"))
-    report = Path(output.get("report", f"reports/{name}"))
+    base = None if path == "<sweep>" else Path(path).parent
+    store = beside(base, output["store"]) if "store" in output else \
+        Path(f"results/{name}.sqlite")
+    report = beside(base, output["report"]) if "report" in output else Path(f"reports/{name}")
     if "problems" not in raw:
         raise w.error("problems", "missing", 'write problems = ["onefactor:n=50"]')
-    specs = expand_problems(w, raw["problems"])
-    methods = expand_methods(w, raw.get("methods"), budgets, every_method,
-                             None if path == "<sweep>" else Path(path).parent)
+    specs = expand_problems(w, raw["problems"], base)
+    methods = expand_methods(w, raw.get("methods"), budgets, every_method, base)
     kind, tune = parse_tune(w, raw)
     if build:
         problems = build_problems(w, specs)

@@ -43,11 +43,13 @@ def test_scale_sweep_checks_at_small_n(tmp_path, capsys):
     small, count = re.subn(r"\[1024, 2048, 4096, 8192, 16384, 32768, 65536\]", "[40, 80]", text)
     assert count == 2
     path = tmp_path / "scale-small.toml"
-    path.write_text(small.replace('store = "results/scale.sqlite"',
-                                  f'store = "{tmp_path / "s.sqlite"}"'), encoding="utf-8")
+    small = small.replace('store = "../results/scale.sqlite"', 'store = "s.sqlite"')
+    path.write_text(small.replace('report = "../reports/scale"', 'report = "report"'),
+                    encoding="utf-8")
     assert main(["sweep", str(path), "--check"]) == 0
     out = capsys.readouterr().out
-    assert "valid;" in out and "problem onefactor:n=80,seed=1" in out
+    assert f"{path}: valid" in out and "problem onefactor:n=80,seed=1" in out
+    assert f"; store {tmp_path / 's.sqlite'}" in out and not (tmp_path / "s.sqlite").exists()
     for m in EXACT | {"ep"}:
         assert f"method  {m} " in out
     sweep = load_sweep(path)

@@ -40,10 +40,12 @@ def test_quick_sweep_exercises_every_method_on_exact_problems():
     families = {p.summary["family"] for p in sweep.problems}
     assert {"onefactor", "linear1d"} <= families
     assert all(p.summary["truth_kind"] == "exact" for p in sweep.problems)
-    assert sweep.time_limit and sweep.store == Path("results/quick.sqlite")
+    # its [output] paths are relative to the file: the repository's results/ and reports/
+    assert sweep.time_limit and sweep.store == ROOT / "results" / "quick.sqlite"
+    assert sweep.report == ROOT / "reports" / "quick"
     jobs = plan(sweep)
     assert {j.method for j in jobs} == {m.name for m in sweep.methods}  # each runs somewhere
-    not_planned = sum(len(m.budgets) * sweep.replicates for p in sweep.problems
+    not_planned = sum(len(m.budgets) * sweep.replicates_of(m) for p in sweep.problems
                       for m in sweep.methods if incompatible(p, m))
     assert len(jobs) + not_planned == sweep.n_jobs
     assert all(j.problem != "onefactor:n=100" or get_method(j.method).handles_orthant
@@ -173,7 +175,8 @@ def test_check_prints_the_plan(tmp_path, capsys):
     f.write_text(BASE)
     assert main(["sweep", str(f), "--check"]) == 0
     out = capsys.readouterr().out
-    assert "valid; 8 jobs" in out and "rejection-bootstrap[count=hard]" in out
+    assert "sweep t: 8 jobs (1 problems" in out and "rejection-bootstrap[count=hard]" in out
+    assert "0 done, 8 to run (no store there yet)" in out
 
 
 def test_missing_file_and_bad_cli_options(tmp_path, capsys):
