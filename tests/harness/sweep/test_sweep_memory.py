@@ -22,8 +22,9 @@ budgets = [100]
 problems = ["onefactor:n=1000", "onefactor:n=50"]
 [methods.sov]
 """
-LINE = ("not planned: sov on onefactor:n=1000 (N = 1,000) at budget 100 needs 27.3 MB "
-        "(problem covariance 8 MB, dense R 8 MB, dense factor L 8 MB, ...); the workers have ")
+LINE = ("not planned: sov on onefactor:n=1000 (N = 1,000) at budget 100 needs 19.3 MB "
+        "(dense R 8 MB, dense factor L 8 MB, particles (points, history) 3.31 MB, ...); "
+        "the workers have ")
 
 
 def write(tmp_path: Path, limit: str) -> Path:
@@ -33,18 +34,18 @@ def write(tmp_path: Path, limit: str) -> Path:
 
 
 def test_file_memory_limit_leaves_out_what_cannot_fit(tmp_path, capsys):
-    sweep = load_sweep(write(tmp_path, 'memory_limit = "20MB"'))
-    assert sweep.memory_limit == 20 * 10**6
+    sweep = load_sweep(write(tmp_path, 'memory_limit = "15MB"'))
+    assert sweep.memory_limit == 15 * 10**6
     assert [j.problem for j in plan(sweep)] == ["onefactor:n=50"]
-    assert [f"not planned: {r}" for r in skipped_pairs(sweep)] == [LINE + "20 MB"]
+    assert [f"not planned: {r}" for r in skipped_pairs(sweep)] == [LINE + "15 MB"]
     # without a limit everything is planned; the file's limit overrides the cluster's
     assert len(plan(sweep, None)) == 1 and len(plan(sweep, 10**12)) == 1
     unlimited = load_sweep(write(tmp_path, ""))
     assert len(plan(unlimited)) == 2 and skipped_pairs(unlimited) == []
-    assert [j.problem for j in plan(unlimited, 20 * 10**6)] == ["onefactor:n=50"]
+    assert [j.problem for j in plan(unlimited, 15 * 10**6)] == ["onefactor:n=50"]
     # --check prints the same line
-    assert main(["sweep", str(write(tmp_path, 'memory_limit = "20MB"')), "--check"]) == 0
-    assert LINE + "20 MB" in capsys.readouterr().out.splitlines()
+    assert main(["sweep", str(write(tmp_path, 'memory_limit = "15MB"')), "--check"]) == 0
+    assert LINE + "15 MB" in capsys.readouterr().out.splitlines()
 
 
 @pytest.mark.parametrize("bad", ['"lots"', "-5", "true"])
@@ -55,10 +56,10 @@ def test_bad_memory_limit_is_refused(bad):
 
 
 def test_workers_memory_limit_decides_on_a_real_cluster(tmp_path, capsys, monkeypatch):
-    # a 20 MB worker is over its limit from the start: keep Dask from pausing or killing it
+    # a 15 MB worker is over its limit from the start: keep Dask from pausing or killing it
     for action in ("TARGET", "SPILL", "PAUSE", "TERMINATE"):
         monkeypatch.setenv(f"DASK_DISTRIBUTED__WORKER__MEMORY__{action}", "False")
-    cluster = DaskProcesses(tmp_path / "dask", n_workers=1, memory_limit="20MB")
+    cluster = DaskProcesses(tmp_path / "dask", n_workers=1, memory_limit="15MB")
     try:
         cluster.start()
         sweep_file = write(tmp_path, "")
@@ -66,10 +67,10 @@ def test_workers_memory_limit_decides_on_a_real_cluster(tmp_path, capsys, monkey
         args = ["sweep", str(sweep_file), "--scheduler", str(cluster.scheduler_file),
                 "--store", str(store), "--no-report"]
         assert main([*args, "--check"]) == 0
-        assert LINE + "20 MB" in capsys.readouterr().out.splitlines()
+        assert LINE + "15 MB" in capsys.readouterr().out.splitlines()
         assert main(args) == 0
         out = capsys.readouterr().out
-        assert LINE + "20 MB" in out.splitlines() and "0 done, 1 to run" in out
+        assert LINE + "15 MB" in out.splitlines() and "0 done, 1 to run" in out
         with ResultStore(store) as db:
             records = db.records()
         assert [r["problem"] for r in records] == ["onefactor:n=50"]
