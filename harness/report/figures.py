@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.report import style  # noqa: F401  (selects the Agg backend first)
 from harness.report.aggregate import METRICS, ReportData, precision_floor, problem_metrics
-from harness.report.style import Palette, fmt_budget, style_context
+from harness.report.style import Palette, style_context
 
 import matplotlib.pyplot as plt  # noqa: E402  isort: skip
 from matplotlib.figure import Figure  # noqa: E402  isort: skip
@@ -248,80 +248,6 @@ def cpu_budget(data: ReportData, problem: str,
                       figure=fig)
 
 
-def cost_vs_n(data: ReportData, family: str, palette: Palette | None = None,
-              max_budgets: int = 3) -> FigureSpec | None:
-    """CPU seconds against N, per method at up to `max_budgets` budgets shared by several N."""
-    palette = palette_of(data, palette)
-    cells = data.cells[(data.cells["family"] == family) & (data.cells["cpu_seconds_n"] > 0)]
-    cells = cells.dropna(subset=["n_train"])
-    if cells["n_train"].nunique() < 2:
-        return None
-    fig, (ax,) = _new(1, width_per=6.2, height=4.3)
-    handles, methods = [], []
-    for method, grp in cells.groupby("method", sort=True):
-        # pool the problems that share N (e.g. several random instances of one size)
-        pooled = grp.groupby(["budget", "n_train"]).apply(
-            _pool_cpu, include_groups=False).reset_index()
-        shared = [b for b, g in pooled.groupby("budget") if g["n_train"].nunique() >= 2]
-        if not shared:
-            continue
-        pick = sorted({shared[0], shared[len(shared) // 2], shared[-1]})[:max_budgets]
-        alphas = np.linspace(0.45, 1.0, len(pick)) if len(pick) > 1 else [1.0]
-        styles = ["-", "--", ":"]
-        for k, (b, a) in enumerate(zip(pick, alphas, strict=True)):
-            g = pooled[pooled["budget"] == b].sort_values("n_train")
-            x, y, se = (g["n_train"].to_numpy(float), g["mean"].to_numpy(float),
-                        g["se"].to_numpy(float))
-            ax.errorbar(x, y, yerr=_yerr(y, se), color=palette.colour(method),
-                        marker=palette.marker(method), alpha=float(a), markersize=5,
-                        linestyle=styles[k % 3], linewidth=1.5, capsize=2.5)
-            unit = grp["budget_unit"].iloc[0]
-            handles.append(Line2D([], [], color=palette.colour(method), alpha=float(a),
-                                  marker=palette.marker(method), linestyle=styles[k % 3],
-                                  label=f"{palette.legend_label(method)}, "
-                                        f"{fmt_budget(b)} {unit}"))
-        methods.append(method)
-    if not handles:
-        plt.close(fig)
-        return None
-    _log_axis(ax, "x")
-    _log_axis(ax, "y")
-    ax.set_xlabel("N, training points (log scale)")
-    ax.set_ylabel("CPU seconds per run (log scale)")
-    ax.set_title(f"How cost grows with N: {family}")
-    _legend(fig, palette, [], ncol=2, handles=handles)
-    slope = _slopes(cells)
-    return FigureSpec(key=f"cost-n-{_slug(family)}", section="", title=f"Cost against N ({family})",
-                      caption="Mean CPU seconds over the successful runs of all problems of "
-                              "this family with the same N, ± 1 SE; line style marks the budget. "
-                              + slope, figure=fig)
-
-
-def _pool_cpu(g: pd.DataFrame) -> pd.Series:
-    """Mean and SE of CPU seconds pooled over several cells (weights = successful runs)."""
-    n = g["cpu_seconds_n"].to_numpy(float)
-    m = g["cpu_seconds_mean"].to_numpy(float)
-    se = np.nan_to_num(g["cpu_seconds_se"].to_numpy(float))
-    w = n / n.sum()
-    return pd.Series({"mean": float(np.sum(w * m)), "se": float(np.sqrt(np.sum((w * se) ** 2)))})
-
-
-def _slopes(cells: pd.DataFrame) -> str:
-    """Fitted log–log slope of CPU time against N per method (at its largest shared budget)."""
-    parts = []
-    for method, grp in cells.groupby("method", sort=True):
-        byb = [(b, g) for b, g in grp.groupby("budget") if g["n_train"].nunique() >= 2]
-        if not byb:
-            continue
-        _, g = byb[-1]
-        x = np.log(g["n_train"].to_numpy(float))
-        y = np.log(g["cpu_seconds_mean"].to_numpy(float))
-        ok = np.isfinite(x) & np.isfinite(y)
-        if ok.sum() >= 2 and np.ptp(x[ok]) > 0:
-            parts.append(f"{method}: ~N^{np.polyfit(x[ok], y[ok], 1)[0]:.2f}")
-    return ("Fitted growth: " + "; ".join(parts) + ".") if parts else ""
-
-
 def _against(cols) -> str:
     kinds = {METRICS[c].against for c in cols}
     if kinds == {"consensus"}:
@@ -338,7 +264,8 @@ def _slug(text: str) -> str:
 
 
 def all_figures(data: ReportData, palette: Palette | None = None) -> list[FigureSpec]:
-    """Every figure of the report, in reading order (per problem, then across problems)."""
+    """Every per-problem figure of the report, in reading order (the cost against N of a family
+    of problems is harness.report.scaling_figures)."""
     palette = palette_of(data, palette)
     specs: list[FigureSpec] = []
     with style_context():
@@ -349,10 +276,6 @@ def all_figures(data: ReportData, palette: Palette | None = None) -> list[Figure
                 spec = make(data, problem, palette)
                 if spec is not None:
                     specs.append(spec)
-        for family in sorted(set(data.cells["family"])) if len(data.cells) else []:
-            spec = cost_vs_n(data, family, palette)
-            if spec is not None:
-                specs.append(spec)
     return specs
 
 
