@@ -4,7 +4,7 @@ Set-up = univariate reordering (harness.reorder.pivoted_cholesky, blocked, ~ (2/
 + the saddle point ∇ψ = 0 (harness.saddle_point). For each N, on one-factor problems (or the
 2-D RBF orthant problem of issue 14 with --family rbf), one thread of BLAS:
 
-- reorder:   CPU seconds of the reordered factor (a plain LAPACK Cholesky of the same R for scale);
+- reorder:   CPU seconds of the reordered factor; potrf: a plain LAPACK Cholesky of R, for scale;
 - newton:    damped Newton with conjugate-gradient steps (the default): seconds, Newton steps,
              CG iterations, final max |∇ψ|;
 - cholesky:  the same Newton steps solved by forming I + BᵀWB and a LAPACK Cholesky (O(N³) per
@@ -26,6 +26,7 @@ import os
 import sys
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import blas_description, cpu_time, reexec_without_coretype
@@ -64,6 +65,7 @@ def run_size(family: str, N: int, args) -> dict:
 
     problem = make_problem(family, N)
     row: dict = {"N": N}
+    _, row["potrf"] = cpu_time(scipy.linalg.cholesky, problem.R, lower=True, check_finite=False)
     with peak_memory() as mem:
         op, row["reorder"] = cpu_time(ordered_problem, problem, "univariate")
         sp, row["newton"] = cpu_time(solve_saddle_point, op.chol)
@@ -71,7 +73,6 @@ def run_size(family: str, N: int, args) -> dict:
     row["setup_mb"] = mem.mb
     row["its"], row["cg"], row["res"] = sp.iterations, sp.cg_iterations, sp.residual
     row["converged"] = sp.converged
-    _, row["potrf"] = cpu_time(scipy.linalg.cholesky, problem.R, lower=True, check_finite=False)
     if N <= args.cholesky_max:
         ch, row["cholesky"] = cpu_time(solve_saddle_point, op.chol, linear_solver="cholesky")
         row["chol_dmu"] = float(np.max(np.abs(ch.mu - sp.mu)))
@@ -111,7 +112,8 @@ def main():
     print(head)
     rows = []
     for N in sizes:
-        r = run_size(args.family, N, args)
+        with threadpool_limits(1):   # also while building: OpenBLAS 0.3.31's threaded dpotrf
+            r = run_size(args.family, N, args)   # segfaults at N = 16384 on this machine
         rows.append(r)
         hybr, chol = r.get("hybr"), r.get("cholesky")
         print(f"{N:>6} {r['reorder']:>8.2f} {r['potrf']:>6.2f} {r['newton']:>7.3f} "
