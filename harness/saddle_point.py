@@ -60,7 +60,12 @@ _CG_MAX_ITER = 1000
 
 
 class TriangularFactor:
-    """What the saddle-point solver needs from a lower factor L (here a dense array)."""
+    """What the saddle-point solver needs from a lower factor L, for a dense array.
+
+    The protocol: `n`, `diag` (diag L), `lower(v)` = L v, `upper(u)` = Lᵀ u, and only for
+    linear_solver="cholesky" `weighted_gram(w)` = Lᵀ diag(w) L. Any object providing them
+    (e.g. a tile-low-rank factor) can be passed to `solve_saddle_point` instead of an array.
+    """
 
     def __init__(self, L: np.ndarray):
         L = np.asarray(L, dtype=float)
@@ -197,12 +202,13 @@ class SaddlePoint:
 
 def solve_saddle_point(L, tol: float = 1e-10, max_iter: int = 100,
                        linear_solver: str = "cg") -> SaddlePoint:
-    """Damped Newton from x = μ = 0 for the factor L (an array or a TriangularFactor).
+    """Damped Newton from x = μ = 0 for the factor L (an array, or a factor object with the
+    TriangularFactor protocol).
 
     Stops when max |∇ψ| <= tol. If the line search cannot decrease |∇ψ| any more (rounding)
     the result counts as converged when max |∇ψ| <= 1e-8, as with the MINPACK solver before.
     """
-    factor = L if isinstance(L, TriangularFactor) else TriangularFactor(L)
+    factor = L if hasattr(L, "upper") else TriangularFactor(L)
     n = factor.n
     x, mu = np.zeros(n), np.zeros(n)
     if n == 1:

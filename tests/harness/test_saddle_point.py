@@ -152,3 +152,27 @@ def test_one_variable_and_an_iteration_cap():
     assert d["saddle_converged"] == 0 and d["saddle_residual"] == capped.residual
     with pytest.raises(ValueError, match="linear solver"):
         solve_saddle_point(_hard(5, 1).chol, linear_solver="qr")
+
+
+class _ProductsOnly:
+    """A factor that offers only the protocol's products (as a tile-low-rank factor would)."""
+
+    def __init__(self, L):
+        self._L, self.n, self.diag = L, len(L), np.diag(L).copy()
+        self.calls = 0
+
+    def lower(self, v):
+        self.calls += 1
+        return self._L @ v
+
+    def upper(self, u):
+        self.calls += 1
+        return self._L.T @ u
+
+
+def test_any_factor_with_the_products_will_do():
+    L = _hard(80, 4).chol
+    factor = _ProductsOnly(L)
+    sp = solve_saddle_point(factor)
+    assert sp.converged and factor.calls > 0
+    np.testing.assert_allclose(sp.mu, solve_saddle_point(L).mu, atol=1e-10)
