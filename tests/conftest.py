@@ -48,7 +48,9 @@ def tiny_store(tmp_path_factory):
     without (gauss2class: Bayes posterior and consensus), two exact methods and EP."""
     store = tmp_path_factory.mktemp("tiny") / "tiny.sqlite"
     outcome = run_tiny_sweep(store)
-    assert outcome.complete and outcome.statuses == {"ok": 24}, outcome
+    # 2 problems x 2 budgets x (2 replicates of sov and rejection-bootstrap + EP, which is
+    # deterministic and so runs once per budget)
+    assert outcome.complete and outcome.statuses == {"ok": 20}, outcome
     return store
 
 

@@ -96,7 +96,7 @@ def test_estimate_refuses_settings_with_an_instance():
 def test_load_results_has_the_report_errors(tiny_store):
     table = harness.load_results(tiny_store)
     data = load(tiny_store)
-    assert isinstance(table, pd.DataFrame) and len(table) == len(data.jobs) == 24
+    assert isinstance(table, pd.DataFrame) and len(table) == len(data.jobs) == 20
     assert list(table["job_id"]) == list(data.jobs["job_id"])
     for col in METRICS:   # truth, posterior and consensus errors, exactly the report's
         np.testing.assert_array_equal(table[col].to_numpy(float), data.jobs[col].to_numpy(float))
