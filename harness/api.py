@@ -110,13 +110,15 @@ def run_key(problem: Problem, method: Method, budget: int, seed: int) -> dict[st
 
 
 def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0,
-             **settings: Any) -> Result:
+             memory_limit: int | str | None = None, **settings: Any) -> Result:
     """Run `method` on `problem` at `budget` and compare with the truth, like `run --json`.
 
     problem: a spec ("linear1d-p1", "onefactor:n=50"), a .npz/.csv path or a harness.Problem;
     method: a registered name, "path/to/file.py:ClassName", a harness.Method subclass or an
     instance; settings: the method's settings (`--set key=value`). The same seed gives the
-    same numbers as `python -m harness run ... --seed`. Bad input raises harness.InputError.
+    same numbers as `python -m harness run ... --seed`. Bad input raises harness.InputError;
+    so does a job whose estimated peak memory (harness.footprint) exceeds `memory_limit`
+    ("8GB", or bytes; default: the memory available), before it runs, like `run`.
     """
     from harness.cli import parse_int
     from harness.runner import point_truth, run_one
@@ -126,10 +128,26 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     seed = parse_int("seed", str(seed), minimum=0)
     the_method = as_method(method, settings)
     the_problem = as_problem(problem)
+    _refuse_too_large(the_problem, the_method, budget, memory_limit)
     record = run_one(the_problem, the_method, budget,
                      rng_for(run_key(the_problem, the_method, budget, seed)), seed=seed)
     record.update(point_truth(the_problem, record))
     return Result(record)
+
+
+def _refuse_too_large(problem: Problem, method: Method, budget: int, memory_limit) -> None:
+    """Raise harness.footprint.TooLarge if the job cannot fit (as `run --memory-limit`)."""
+    from harness.footprint import TooLarge, available_memory, parse_bytes, too_large
+
+    if memory_limit is None:
+        limit, where = available_memory(), "this machine has {} available"
+    else:
+        limit = parse_bytes("memory_limit", memory_limit)
+        where = "the memory limit (memory_limit) is {}"
+    est = too_large(problem.summary(), method, budget, limit)
+    if est is not None:
+        raise TooLarge(f"{method.label()} on {problem.name} at budget {budget}", est, limit,
+                       where)
 
 
 def load_results(store: str | os.PathLike):

@@ -92,6 +92,17 @@ def test_estimate_refuses_settings_with_an_instance():
         harness.estimate("onefactor:n=5", Sov(), 100, points="random")
 
 
+def test_estimate_refuses_a_job_that_cannot_fit_before_it_runs():
+    """Like `run --memory-limit`: the job's estimate against the limit, no job run."""
+    from harness.footprint import TooLarge
+
+    with pytest.raises(TooLarge, match=r"^sov on onefactor:n=2000 at budget 10 needs .* "
+                                       r"dense factor L 32 MB.*the memory limit \(memory_limit\)"
+                                       r" is 10 MB$"):
+        harness.estimate("onefactor:n=2000", "sov", 10, memory_limit="10MB")
+    assert harness.estimate("onefactor:n=20", "sov", 10, memory_limit="1GB").status == "ok"
+
+
 # ---- load_results, export, jobs.csv -----------------------------------------------------
 def test_load_results_has_the_report_errors(tiny_store):
     table = harness.load_results(tiny_store)
