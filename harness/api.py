@@ -121,6 +121,8 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     ("8GB", or bytes; default: the memory available), before it runs, like `run`.
     """
     from harness.cli import parse_int
+    from harness.footprint import memory_limit as footprint_limit
+    from harness.footprint import refuse_too_large
     from harness.runner import point_truth, run_one
     from harness.seeding import rng_for
 
@@ -128,26 +130,12 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     seed = parse_int("seed", str(seed), minimum=0)
     the_method = as_method(method, settings)
     the_problem = as_problem(problem)
-    _refuse_too_large(the_problem, the_method, budget, memory_limit)
+    refuse_too_large(f"{the_method.label()} on {the_problem.name}", the_problem.summary(),
+                     the_method, budget, *footprint_limit(memory_limit, "memory_limit"))
     record = run_one(the_problem, the_method, budget,
                      rng_for(run_key(the_problem, the_method, budget, seed)), seed=seed)
     record.update(point_truth(the_problem, record))
     return Result(record)
-
-
-def _refuse_too_large(problem: Problem, method: Method, budget: int, memory_limit) -> None:
-    """Raise harness.footprint.TooLarge if the job cannot fit (as `run --memory-limit`)."""
-    from harness.footprint import TooLarge, available_memory, parse_bytes, too_large
-
-    if memory_limit is None:
-        limit, where = available_memory(), "this machine has {} available"
-    else:
-        limit = parse_bytes("memory_limit", memory_limit)
-        where = "the memory limit (memory_limit) is {}"
-    est = too_large(problem.summary(), method, budget, limit)
-    if est is not None:
-        raise TooLarge(f"{method.label()} on {problem.name} at budget {budget}", est, limit,
-                       where)
 
 
 def load_results(store: str | os.PathLike):

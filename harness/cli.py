@@ -97,7 +97,7 @@ def parse_int(field: str, text: str, minimum: int | None = None) -> int:
 @command("run", _setup_run)
 def cmd_run(args) -> int:
     from harness.api import run_key
-    from harness.footprint import TooLarge, format_bytes, too_large
+    from harness.footprint import format_bytes, memory_limit, refuse_too_large
     from harness.plugin_file import resolve_method
     from harness.runner import point_truth, run_one
     from harness.seeding import rng_for
@@ -109,15 +109,14 @@ def cmd_run(args) -> int:
     for item in args.settings:
         settings.update(parse_pairs(item, "--set"))
     method = resolve_method(args.method, "--method").from_settings(settings)
-    limit, where = _memory_limit(args.memory_limit)
+    limit, where = memory_limit(args.memory_limit, "--memory-limit")
     try:
         problem = make_problem(args.problem)
     except MemoryError as exc:   # numpy's _ArrayMemoryError: a dense problem too large to build
         raise InputError("--problem", f"building {args.problem} ran out of memory ({exc})",
                          where.format(format_bytes(limit)) if limit else "") from None
-    est = too_large(problem.summary(), method, budget, limit)
-    if est is not None:
-        raise TooLarge(f"{method.label()} on {args.problem} at budget {budget}", est, limit, where)
+    refuse_too_large(f"{method.label()} on {args.problem}", problem.summary(), method, budget,
+                     limit, where)
     record = run_one(problem, method, budget, rng_for(run_key(problem, method, budget, seed)),
                      seed=seed, raise_errors=args.raise_errors)
     record.update(point_truth(problem, record))
@@ -126,15 +125,6 @@ def cmd_run(args) -> int:
     else:
         print(format_record(record))
     return 0 if record["status"] == "ok" else 1
-
-
-def _memory_limit(option: str | None) -> tuple[int | None, str]:
-    """(bytes a job may use, how to say where that limit comes from)."""
-    from harness.footprint import available_memory, parse_bytes
-
-    if option is not None:
-        return parse_bytes("--memory-limit", option), "the memory limit (--memory-limit) is {}"
-    return available_memory(), "this machine has {} available"
 
 
 def format_record(r: dict) -> str:

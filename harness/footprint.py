@@ -139,6 +139,22 @@ class TooLarge(InputError):
                                   + where.format(format_bytes(limit)))
 
 
+def memory_limit(value: Any, field_name: str) -> tuple[int | None, str]:
+    """(bytes a job may use, how to say whose limit it is): `value` ("8GB", bytes) when given,
+    else the memory available (MemAvailable)."""
+    if value is not None:
+        return parse_bytes(field_name, value), f"the memory limit ({field_name}) is {{}}"
+    return available_memory(), "this machine has {} available"
+
+
+def refuse_too_large(what: str, summary: Mapping[str, Any], method, budget: int,
+                     limit: int | None, where: str) -> None:
+    """Raise TooLarge if the job's estimate exceeds `limit` (`run` and harness.estimate)."""
+    est = too_large(summary, method, budget, limit)
+    if est is not None:
+        raise TooLarge(f"{what} at budget {budget}", est, limit, where)
+
+
 def too_large(summary: Mapping[str, Any], method, budget: int, limit: int | None
               ) -> MemoryEstimate | None:
     """The job's estimate if it exceeds `limit` bytes, else None (also when limit is None)."""
