@@ -14,8 +14,9 @@ fresh process (so that its peak resident memory is its own, problem and set-up i
 
 then the fitted exponents p of set-up CPU, estimate CPU and peak RSS ~ N^p (least squares on
 log–log, harness.report.scaling.fit_exponent), as Markdown tables. A method whose memory
-estimate exceeds --memory-limit is not run and says why (harness.footprint when present,
-else the dense 3 × 8N² bytes of K, R and L that every problem held before issue 14).
+estimate exceeds --memory-limit is not run and says why (harness.footprint, from the problem's
+summary: structured problems hold O(N), the dense K, R and L are counted by the methods that
+read them).
 
     python benchmarks/bench_scale.py                                  # the full range (hours)
     python benchmarks/bench_scale.py --sizes 1024,2048,4096 --budget 1000     # a quick check
@@ -70,18 +71,13 @@ def run_job(job: dict) -> dict:
         problem = make_problem(job["spec"])
         build = time.thread_time() - t0
         method = get_method(job["method"])()
-        setup = None
-        if not hasattr(runner, "timed_prepare"):   # a runner that does not time set-up itself
-            t0 = time.thread_time()
-            method.prepare(problem)
-            setup = time.thread_time() - t0
     rng = rng_for({"bench": "scale", **job})
     rec = runner.run_one(problem, method, job["budget"], rng)
     truth = problem.truth
     return {
         **job, "status": rec["status"], "reason": rec.get("reason", ""),
         "build_seconds": build,
-        "setup_cpu_seconds": rec.get("setup_cpu_seconds", setup),
+        "setup_cpu_seconds": rec.get("setup_cpu_seconds"),
         "cpu_seconds": rec["cpu_seconds"], "peak_rss_mb": _vm_hwm_mb(),
         "estimate_peak_mb": rec.get("peak_memory_mb"),
         "log_z": rec.get("log_marginal_likelihood"),
@@ -92,27 +88,16 @@ def run_job(job: dict) -> dict:
 
 
 # ---- planning -----------------------------------------------------------------------------
-def memory_refusal(method_name: str, n: int, n_test: int, budget: int, limit: int) -> str | None:
-    """Why this job does not fit `limit` bytes, or None."""
+def refusal(method_name: str, summary: dict, budget: int, limit: int) -> str | None:
+    """Why this job is not run: the method cannot take the problem, or it does not fit."""
+    from harness.footprint import format_bytes, too_large
     from harness.registry import get_method
 
-    try:
-        from harness.footprint import format_bytes, too_large
-    except ImportError:   # before the memory-aware planner: every problem is dense
-        need = 3 * 8 * n * n
-        return (f"needs ~{need / 1e9:.1f} GB (dense K, R, L); limit {limit / 1e9:.1f} GB"
-                if need > limit else None)
-    est = too_large({"n_train": n, "n_test": n_test}, get_method(method_name)(), budget, limit)
+    method = get_method(method_name)
+    if summary.get("kernel") is None and not method.handles_orthant:
+        return "needs data and a kernel (a pure orthant problem)"
+    est = too_large(summary, method(), budget, limit)
     return None if est is None else (f"needs {est.describe()}; limit {format_bytes(limit)}")
-
-
-def parse_bytes(text: str) -> int:
-    units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
-    text = text.strip().upper()
-    for u, f in units.items():
-        if text.endswith(u):
-            return int(float(text[: -len(u)]) * f)
-    return int(float(text))
 
 
 def spawn(job: dict, timeout: float) -> dict:
@@ -218,7 +203,10 @@ def main(argv=None) -> int:
              [args.min_n * 2**k for k in range(64) if args.min_n * 2**k <= args.max_n])
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     families = [f.strip() for f in args.families.split(",") if f.strip()]
-    limit = parse_bytes(args.memory_limit)
+    from harness.footprint import parse_bytes
+    from harness.spec import make_problem
+
+    limit = parse_bytes("--memory-limit", args.memory_limit)
     print(f"# bench_scale: N = {sizes}, budget {args.budget}, memory limit "
           f"{args.memory_limit}; BLAS: {blas_description()} (one thread)", flush=True)
     rows = []
@@ -226,12 +214,11 @@ def main(argv=None) -> int:
         for n in sizes:
             n_test = 0 if family == "onefactor" else args.n_test
             spec = FAMILIES[family].format(n=n, n_test=n_test, seed=args.seed)
+            summary = make_problem(spec).summary()   # structured: O(N) to build
             for m in methods:
                 job = {"family": family, "n": n, "spec": spec, "method": m,
                        "budget": args.budget, "seed": args.seed}
-                if family == "onefactor" and m in ("ess", "hmc"):
-                    continue   # latent-function samplers need data and a kernel
-                why = memory_refusal(m, n, n_test, args.budget, limit)
+                why = refusal(m, summary, args.budget, limit)
                 row = ({**job, "status": "not run", "reason": why} if why
                        else spawn(job, args.timeout))
                 rows.append(row)

@@ -29,18 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import blas_description, reexec_without_coretype
 
 
-def _structured_problem(cov, truth=None):
-    """A Problem over a covariance representation (until problems are lazy: no dense R)."""
-    from harness.problem import Problem
-
-    class Structured(Problem):
-        @property
-        def n_train(self):
-            return self.cov.n
-
-    return Structured(name=f"{cov.kind}-{cov.n}", covariance=cov, truth=truth)
-
-
 def _hwm_mb() -> float:
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
@@ -53,30 +41,24 @@ def run_job(spec: dict) -> dict:
     """One job in this process: build, set up, estimate; times, peak memory, error."""
     from threadpoolctl import threadpool_limits
 
-    from harness.covariance import OneFactorCovariance
     from harness.kernels import RBF
     from harness.methods.sov_tlr import SovTlr
-    from harness.oracles import one_factor_integral
 
     N, fac = spec["n"], spec["factorisation"]
     w0, c0 = time.perf_counter(), time.process_time()
     with threadpool_limits(1):
         if spec["family"] == "onefactor":
-            d = np.random.default_rng(1).uniform(-0.99, 0.99, N)
-            truth = one_factor_integral(d / np.sqrt(1.0 - d**2)).log_integral
-            if fac == "dense":
-                from harness.datasets.onefactor import onefactor
+            from harness.datasets.onefactor import onefactor
 
-                problem = onefactor(n=N, seed=1)   # dense R and L, as today
-            else:
-                problem = _structured_problem(OneFactorCovariance(d))
-            # Sobol' points exist up to dimension 21201 (harness.qmc): lattice points above
-            method = SovTlr(factorisation=fac, points="sobol" if N <= 21201 else "lattice")
+            problem = onefactor(n=N, seed=1)   # OneFactorCovariance: nothing dense until asked
+            truth = problem.truth.log_marginal_likelihood
+            # default points: Sobol' up to dimension 21201, the lattice above (methods/sov.py)
+            method = SovTlr(factorisation=fac)
         else:
             from harness.problem import Problem
 
             X = np.random.default_rng(1).uniform(size=(N, 2))
-            # all labels +1: R = K + I; built directly, so nothing dense is cached
+            # all labels +1: R = K + I (built directly: no class reordering to apply)
             problem = Problem(name=f"rbf-{N}", X_train=X, y_train=np.ones(N, dtype=np.int8),
                               X_test=np.empty((0, 2)), kernel=RBF(alpha=0.02, beta=1.0))
             truth = None
