@@ -190,6 +190,13 @@ class OrderedProblem:
     seconds: float
 
 
+def check_inputs(problem: Problem) -> None:
+    """The k-d tree order needs training inputs: InputError for a pure orthant problem."""
+    if problem.is_orthant:
+        raise InputError("reorder", "kdtree ordering needs training inputs; a pure orthant "
+                         "problem has none", "use reorder=none or block")
+
+
 def ordered_problem(problem: Problem, kind: str = "univariate", tile: int | None = None
                     ) -> OrderedProblem:
     """The problem's training variables reordered by `kind`.
@@ -197,9 +204,8 @@ def ordered_problem(problem: Problem, kind: str = "univariate", tile: int | None
     'none' (as given), 'univariate', 'block' (tiles of `tile`), or 'kdtree' (k-d tree order of
     the training inputs with leaves of `tile` points; classification problems only).
     """
-    if kind == "kdtree" and problem.is_orthant:
-        raise InputError("reorder", "kdtree ordering needs training inputs; a pure orthant "
-                         "problem has none", "use reorder=none or block")
+    if kind == "kdtree":
+        check_inputs(problem)
 
     def build():
         if kind == "none":

@@ -45,7 +45,7 @@ from harness.errors import InputError
 from harness.footprint import MemoryEstimate, dense
 from harness.methods.sov import Factor, Sov
 from harness.problem import Problem
-from harness.reorder import cached, kdtree_order, ordered_problem
+from harness.reorder import cached, check_inputs, kdtree_order, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult
 from harness.tlr import (
     TLR_REORDERINGS,
@@ -219,8 +219,7 @@ class SovTlr(Sov):
             if tlr:
                 order = None
                 if self.reorder == "kdtree":
-                    if problem.is_orthant:
-                        ordered_problem(problem, "kdtree", tile)   # its InputError
+                    check_inputs(problem)
                     order = kdtree_order(problem.X_train, tile)
                 return tlr_cholesky(problem.cov, tile, self.tolerance,
                                     "block" if self.reorder == "block" else "none", order,
