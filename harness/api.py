@@ -82,7 +82,8 @@ def as_problem(problem: Any) -> Problem:
 
 def as_method(method: Any, settings: dict[str, Any]) -> Method:
     """A Method instance from a name, `path.py:Class`, a Method subclass or an instance."""
-    from harness.plugin_file import resolve_method, violations
+    from harness.method import contract_violations
+    from harness.plugin_file import resolve_method
 
     if isinstance(method, Method):
         if settings:
@@ -94,7 +95,7 @@ def as_method(method: Any, settings: dict[str, Any]) -> Method:
         cls = resolve_method(os.fspath(method))
     elif isinstance(method, type):
         cls = method
-        problems = violations(cls)
+        problems = contract_violations(cls)
         if problems:
             raise InputError("method", f"{cls.__name__} is not a method plugin: "
                              + "; ".join(problems))

@@ -82,7 +82,7 @@ class MethodFile:
                              and v.__module__ == module.__name__)
             raise InputError(field, f"{self.path} has no class {self.class_name!r}",
                              f"classes there: {', '.join(classes)}" if classes else FORM)
-        problems = violations(found)
+        problems = contract_violations(found)
         if problems:
             raise InputError(field, f"{self.path}:{self.class_name} is not a method plugin: "
                              + "; ".join(problems), "see `Writing a method` in the README")
@@ -121,12 +121,6 @@ def _line_of(exc: BaseException, path: str) -> str:
             line = tb.tb_lineno
         tb = tb.tb_next
     return f":{line}" if line else ""
-
-
-def violations(cls: type) -> list[str]:
-    """What a class lacks to be run as a method: the registry's plugin rules
-    (harness.method.contract_violations), checked when the file is read."""
-    return contract_violations(cls)
 
 
 def read_method_file(ref: str, base: str | Path | None = None,
