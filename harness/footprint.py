@@ -113,10 +113,15 @@ def problem_bytes(summary: Mapping[str, Any]) -> int:
 
 
 def job_memory(summary: Mapping[str, Any], method, budget: int) -> MemoryEstimate:
-    """The whole job's estimate: the method's, plus the problem's own representation."""
-    est = method.memory_estimate(int(summary["n_train"]), int(summary.get("n_test") or 0),
-                                 int(budget))
-    return est.with_held({"problem covariance": problem_bytes(summary)})
+    """The whole job's estimate: the method's, plus the problem's own representation, plus the
+    kernel matrix K that Problem.warm builds (beside R) for a method that reads the dense
+    quantities of a GPC problem (Method.needs_dense; the methods' estimates count R and L)."""
+    n = int(summary["n_train"])
+    est = method.memory_estimate(n, int(summary.get("n_test") or 0), int(budget))
+    held = {"problem covariance": problem_bytes(summary)}
+    if summary.get("kernel") is not None and method.needs_dense(n):
+        held["dense K (with R)"] = dense(n)
+    return est.with_held(held)
 
 
 def available_memory() -> int | None:

@@ -117,12 +117,13 @@ class Method(ABC):
         result.check(problem.n_test)
         return result
 
-    def needs_dense(self, problem: Problem) -> bool:
-        """Whether this instance reads the problem's dense K, R or Cholesky factor.
+    def needs_dense(self, n_train: int) -> bool:
+        """Whether this instance reads the problem's dense K, R or Cholesky factor at this N.
 
-        True by default (the runner then builds them in the timed set-up, and the memory
-        estimate counts them); a method that works from the representation (`problem.cov`:
-        tiles, products, the diagonal) overrides it.
+        True by default (the runner then builds them in the timed set-up, Problem.warm, and
+        harness.footprint.job_memory counts the K that builds for a GPC problem); a method
+        that works from the representation (`problem.cov`: tiles, products, the diagonal)
+        overrides it.
         """
         return True
 

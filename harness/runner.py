@@ -70,7 +70,7 @@ def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> di
     label = method.label()
     with _blas().limit(limits=blas_threads, user_api="blas"):
         cpu0, wall0 = time.thread_time(), time.perf_counter()
-        if method.needs_dense(problem):
+        if method.needs_dense(problem.n_train):
             problem.warm()   # the dense K, R and factor it reads, built outside the estimate
         method.prepare(problem)
         cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0

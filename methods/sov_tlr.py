@@ -183,9 +183,9 @@ class SovTlr(Sov):
             return n_train >= TLR_CROSSOVER
         return self.factorisation == "tlr"
 
-    def needs_dense(self, problem: Problem) -> bool:
+    def needs_dense(self, n_train: int) -> bool:
         """The tile-low-rank Cholesky reads only tiles of `problem.cov`; the dense path reads R."""
-        return not self.uses_tlr(problem.n_train)
+        return not self.uses_tlr(n_train)
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """The compressed factor at an assumed rank (ASSUMED_RANK) and SOV's chunked particles

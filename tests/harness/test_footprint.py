@@ -124,3 +124,14 @@ def test_setup_is_recorded_apart_and_reused():
     other = run_one(problem, get_method("minimax-tilting")(randomisations=5), 200,
                     np.random.default_rng(0))
     assert other["setup_cached"] is False    # another label: its own entry
+
+
+def test_job_memory_counts_the_kernel_matrix_warm_builds_for_dense_methods():
+    """Problem.warm builds K beside R for a method that reads the dense quantities of a GPC
+    problem: the job's estimate holds it; a tile-low-rank sov-tlr and an orthant problem don't."""
+    gpc = make_problem("gauss2class:n_train=3000,n_test=5,d=2").summary()
+    orthant = make_problem("onefactor:n=3000").summary()
+    K = 8 * 3000 * 3000
+    assert job_memory(gpc, get_method("sov")(), 100).held["dense K (with R)"] == K
+    assert "dense K (with R)" not in job_memory(gpc, get_method("sov-tlr")(), 100).held
+    assert "dense K (with R)" not in job_memory(orthant, get_method("sov")(), 100).held
