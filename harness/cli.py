@@ -142,8 +142,11 @@ def format_record(r: dict) -> str:
                      + (f" ± {se:.2g}" if se is not None else ""))
     if "true_log_marginal_likelihood" in r:
         lines.append(f"  log Z truth ({r['truth_kind']}): {r['true_log_marginal_likelihood']:.6f}")
+    if r.get("true_log_marginal_likelihood_se"):
+        lines[-1] += f" ± {r['true_log_marginal_likelihood_se']:.2g}"
     if "abs_log_error" in r:
-        lines.append(f"  |error| {r['abs_log_error']:.3g} nats, MAPE {r['mape_percent']:.3g} %")
+        lines.append(f"  |error| {r['abs_log_error']:.3g} nats, MAPE {r['mape_percent']:.3g} %"
+                     + (" (at reference precision)" if r.get("at_reference_precision") else ""))
     if "mae" in r:
         lines.append(f"  test probabilities: MAE {r['mae']:.3g}")
     lines.append(f"  CPU {r['cpu_seconds']:.2f} s, wall {r['wall_seconds']:.2f} s, "
@@ -198,6 +201,7 @@ def _one_line_plugin_warnings() -> None:
 # ---- entry point --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     import harness.gpr_cli  # noqa: F401 - registers `gpr`
+    import harness.reference_cli  # noqa: F401 - registers `reference`
     import harness.report.cli  # noqa: F401 - registers `report`
     import harness.sweep.cli  # noqa: F401 - registers `sweep` and `export`
 

@@ -34,13 +34,20 @@ ORDERS = ("interleave", "shuffle", "as-given")
 
 @dataclass(frozen=True)
 class Truth:
-    """Ground truth for a problem: exact (an oracle) or a reference (carries its error)."""
+    """Ground truth for a problem: exact (an oracle) or a reference (carries its error).
+
+    A reference (harness.reference_data) carries the standard errors of its log Z and of
+    each test probability, and `details`: a plain summary of how it was computed (method,
+    budget, precision reached, checks) for records and report headers.
+    """
 
     log_marginal_likelihood: float
     test_probabilities: np.ndarray | None = None
     kind: str = "exact"
     source: str = ""
     log_marginal_likelihood_se: float = 0.0
+    test_probabilities_se: np.ndarray | None = None
+    details: Mapping[str, Any] | None = None
 
 
 def class_order(y: np.ndarray, how: str, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -336,5 +343,8 @@ class Problem:
             else float(truth.log_marginal_likelihood_se),
             "true_test_probabilities": None if truth is None
             else listed(truth.test_probabilities),
+            "true_test_probabilities_se": None if truth is None
+            else listed(truth.test_probabilities_se),
+            "reference": None if truth is None or truth.details is None else dict(truth.details),
             "bayes_posterior": listed(self.bayes_posterior),
         }

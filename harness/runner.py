@@ -142,10 +142,16 @@ def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
         return out
     out["truth_kind"] = truth.kind
     out["true_log_marginal_likelihood"] = truth.log_marginal_likelihood
+    reference = truth.kind == "reference" and truth.log_marginal_likelihood_se > 0
+    if reference:
+        out["true_log_marginal_likelihood_se"] = truth.log_marginal_likelihood_se
     lz = record.get("log_marginal_likelihood")
     if record["status"] == "ok" and lz is not None:
         out["abs_log_error"] = metrics.abs_log_error(lz, truth.log_marginal_likelihood)
         out["mape_percent"] = metrics.mape_percent(lz, truth.log_marginal_likelihood)
+        if reference:   # an error below twice the reference's SE is not resolved by it
+            out["at_reference_precision"] = metrics.at_reference_precision(
+                out["abs_log_error"], truth.log_marginal_likelihood_se)
     probs = record.get("test_probabilities")
     if (record["status"] == "ok" and probs is not None and truth.test_probabilities is not None
             and problem.n_test):

@@ -45,17 +45,22 @@ def names_file(head: str) -> bool:
 
 @lru_cache(maxsize=8)
 def make_problem(spec: str) -> Problem:
-    """Build (and cache, per process) the problem a spec names."""
+    """Build (and cache, per process) the problem a spec names.
+
+    A problem without truth gets its reference, when one matches (harness.reference_data:
+    beside a problem file, or shipped with the package), as a truth of kind 'reference'.
+    """
     from harness.datasets.files import load_problem_file
+    from harness.reference_data import with_reference
 
     head, options = split_spec(spec)
     if names_file(head):
-        return load_problem_file(head, options)
+        return with_reference(load_problem_file(head, options), head)
     known_presets = presets()
     if head in known_presets:
         family, params = known_presets[head]
         params.update(options)
         name = head if not options else f"{head}:" + ",".join(
             f"{k}={v}" for k, v in sorted(options.items()))
-        return family.make(params, name=name)
-    return get_family(head).make(options)
+        return with_reference(family.make(params, name=name))
+    return with_reference(get_family(head).make(options))

@@ -13,6 +13,10 @@ Tables:
                                                sweep's problem (harness.sweep.references)
   job_log(seq, job_id, status, finished_at, stored_at)  -- every add_record, append-only
                                                (an audit trail: which job was stored when)
+  references(problem PRIMARY KEY, fingerprint, created_at, record JSON)
+                                            -- reference values of problems without exact
+                                               truth (harness.reference: `python -m harness
+                                               reference --store`); reports use them
 A record is the dict of harness.runner.run_one plus the job's identity fields; a tuning job's
 record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's
 log Ẑ, cpu_seconds the CPU time of the whole tuning.
@@ -54,6 +58,12 @@ CREATE TABLE IF NOT EXISTS job_log (
     status TEXT NOT NULL,
     finished_at TEXT,
     stored_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS "references" (
+    problem TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL
 );
 """
 
@@ -159,3 +169,16 @@ class ResultStore:
 
     def metadata(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM metadata")}
+
+    # ---- reference values (harness.reference) -------------------------------------------
+    def add_reference(self, record: dict[str, Any]) -> None:
+        """Store a problem's reference record (replacing an earlier one of that problem)."""
+        with self._db:
+            self._db.execute('INSERT OR REPLACE INTO "references" VALUES (?, ?, ?, ?)',
+                             (record["problem"], record["fingerprint"], record["created_at"],
+                              _json(record)))
+
+    def references(self) -> dict[str, dict[str, Any]]:
+        """{problem name: reference record} of every stored reference."""
+        return {name: json.loads(r) for name, r in
+                self._db.execute('SELECT problem, record FROM "references" ORDER BY problem')}

@@ -113,7 +113,12 @@ class ReportData:
 
 # ---- loading ----------------------------------------------------------------------------
 def read_store(store_path: str | Path):
-    """(records, problems, metadata) of a results store; a clear error if it is missing."""
+    """(records, problems, metadata) of a results store; a clear error if it is missing.
+
+    A problem stored without truth gets its reference (the store's, else the shipped one;
+    harness.reference_data.summaries_with_references), so errors are measured against it.
+    """
+    from harness.reference_data import summaries_with_references
     from harness.store import ResultStore
 
     path = Path(store_path)
@@ -122,7 +127,9 @@ def read_store(store_path: str | Path):
                          "run `python -m harness sweep` first or pass --store PATH")
     store = ResultStore(path)
     try:
-        return store.records(), store.problems(), store.metadata()
+        return (store.records(), summaries_with_references(store.problems(),
+                                                          store.references()),
+                store.metadata())
     finally:
         store.close()
 

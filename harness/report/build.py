@@ -40,6 +40,12 @@ def _facts(data: ReportData, problem: str) -> list[tuple[str, str]]:
             out.append(("log Z (truth)", fmt(lz, 10) + (f" ± {fmt(se, 2)} (reference SE; errors "
                                                         f"below {fmt(2 * se, 2)} nats are at "
                                                         f"reference precision)" if se else "")))
+        pse = s.get("true_test_probabilities_se")
+        if pse:
+            out.append(("test probabilities (truth)",
+                        f"reference SE ≤ {fmt(max(pse), 2)} (mean {fmt(sum(pse) / len(pse), 2)};"
+                        f" an MAE below {fmt(2 * sum(pse) / len(pse), 2)} is at reference "
+                        "precision)"))
     else:
         out.append(("truth", "none: errors are measured against the consensus of the exact "
                              "methods"))

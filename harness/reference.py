@@ -1,0 +1,430 @@
+"""Reference values: one unbiased estimator run until its stated precision is reached.
+
+`compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.z_unbiased: the SOV
+family, minimax tilting, rejection–bootstrap with the hard count; MATH.md §5–7) in rounds of
+new independent parts (SPLIT_INTERFACE: Method.split_budget / estimate_part / combine_parts).
+Part i's random stream is rng_for({**key, "part": i}) (harness.split.part_key), every part has
+the same budget, and after each round all parts so far are combined exactly
+(Method.combine_parts: Ẑ the budget-weighted mean of the parts' Ẑ, the ratio estimator's sums
+added before dividing, the SE from the spread of all independent randomisations). It stops
+when the log Z standard error is <= target_se and every test probability's is
+<= target_test_se, or when the budget or the CPU time is spent. The result depends only on
+the problem, the method and its settings, the part budget, the targets and the seed: rounds
+grow from the estimates alone, never from the number of workers.
+
+Then a second unbiased method (the check method) is run the same way with a quarter of the
+CPU, and the record states its checks with their numbers:
+  agreement  |Δ log Z| <= 3 combined SEs, and every test probability's |Δp| / combined SE
+             below the 3-sigma level made family-wise over the test points (Bonferroni:
+             two-sided 0.27 % over all of them together);
+  weights    the reference's weight diagnostics are healthy: not degenerate (no randomisation
+             holds half of Σ W), at least half of the randomisations effective, no single
+             sample above WEIGHT_SHARE_MAX of Σ W, weight ESS fraction >= ESS_FRACTION_MIN.
+A standard error estimated from heavy-tailed weights understates the error (MATH.md §6, the
+sov module doc); the weights check is what says whether the stated SE can be trusted.
+
+The record has the field names of `run --json` for the values (log_marginal_likelihood,
+log_marginal_likelihood_se, test_probabilities, test_probabilities_se, method, budget,
+cpu_seconds, ...) and harness.reference_data's for identity and files (format, fingerprint).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtri
+
+from harness.errors import InputError
+from harness.estimate import Estimate
+from harness.method import Method
+from harness.problem import Problem
+from harness.reference_data import FORMAT, fingerprint
+from harness.seeding import rng_for
+
+AGREEMENT_SIGMAS = 3.0
+WEIGHT_SHARE_MAX = 0.01       # no single sample carries more than 1 % of Σ W
+ESS_FRACTION_MIN = 1e-3       # weight ESS at least 0.1 % of the points
+EFFECTIVE_RANDOMISATIONS_MIN = 0.5   # of all randomisations
+CHECK_CPU_SHARE = 0.25        # the check method's CPU, as a share of the reference's
+DEFAULT_PARTS_PER_ROUND = 8
+UNBIASED_HINT = "use minimax-tilting (the default), sov, sir or rejection-bootstrap[count=hard]"
+
+
+def check_method_name(method: str) -> str:
+    """The default check method for a reference method: sov, or tilting for sov itself."""
+    return "minimax-tilting" if method == "sov" else "sov"
+
+
+def unbiased_method(name: str, settings: dict[str, Any], field: str = "--method") -> Method:
+    """A registered method instance whose Ẑ is unbiased and whose estimate splits into parts."""
+    from harness.registry import get_method
+
+    try:
+        cls = get_method(name)
+    except InputError as exc:
+        raise InputError(field, str(exc).partition(": ")[2]) from None
+    method = cls.from_settings(settings)
+    if not method.z_unbiased():
+        raise InputError(field, f"{method.label()} does not give an unbiased Ẑ, so it cannot "
+                         "state a reference's precision", UNBIASED_HINT)
+    if method.split_budget(2 * DEFAULT_PARTS_PER_ROUND * 1000, 2) is None:
+        raise InputError(field, f"{method.label()} cannot split an estimate into parts",
+                         UNBIASED_HINT)
+    return method
+
+
+# ---- running parts ------------------------------------------------------------------------
+def part_seed_key(key: dict[str, Any], part: int) -> dict[str, Any]:
+    """Part i's stream key (the interface's harness.split.part_key)."""
+    return {**key, "part": part}
+
+
+def _estimate_fields(est: Estimate) -> dict[str, Any]:
+    """The value fields of a run record (harness.runner.run_method's names) of an Estimate."""
+    def listed(a):
+        return None if a is None else np.asarray(a, float).tolist()
+
+    def plain(v):
+        v = v.item() if isinstance(v, np.generic) else v
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return {"status": est.status, "reason": est.reason,
+            "log_marginal_likelihood": plain(est.log_marginal_likelihood),
+            "log_marginal_likelihood_se": plain(est.log_marginal_likelihood_se),
+            "test_probabilities": listed(est.test_probabilities),
+            "test_probabilities_se": listed(est.test_probabilities_se),
+            "diagnostics": {k: plain(v) for k, v in est.diagnostics.items()}}
+
+
+class PartRunner:
+    """Runs parts of one method on one problem and combines them: in this process, or across
+    a Dask client's workers (harness.split.run_split with the parts already run)."""
+
+    def __init__(self, spec: str, problem: Problem, method: Method, key: dict[str, Any],
+                 client=None):
+        self.spec, self.problem, self.method, self.key = spec, problem, method, key
+        self.client = client
+        self.parts: list[dict[str, Any]] = []   # part records, in part order
+        self.setup_cpu_seconds = 0.0
+        if client is None:
+            from harness.runner import timed_prepare
+            self.setup_cpu_seconds = timed_prepare(problem, method)["setup_cpu_seconds"]
+
+    def run(self, n_parts: int, part_budget: int) -> dict[str, Any]:
+        """Run parts len(self.parts) .. n_parts - 1 (budget part_budget each), then combine
+        all of them: the value fields of the combined estimate."""
+        budgets = self.method.split_budget(n_parts * part_budget, n_parts)
+        if budgets is None or list(budgets) != [part_budget] * n_parts:
+            raise InputError("--budget", f"{self.method.label()} does not split "
+                             f"{n_parts * part_budget} into {n_parts} parts of {part_budget}",
+                             "choose a round budget that is a multiple of the parts per round "
+                             "times the method's randomisations")
+        if self.client is None:
+            for i in range(len(self.parts), n_parts):
+                self.parts.append(self._local_part(i, part_budget))
+            est = self.method.combine_parts(self.problem, [p["stats"] for p in self.parts])
+            return _estimate_fields(est)
+        from harness.split import run_split
+
+        done = list(self.parts)
+        record = run_split(self.spec, self.method.name, self.method.get_settings(),
+                           n_parts * part_budget, self.key, parts=n_parts, client=self.client,
+                           on_part=done.append, done_parts=list(self.parts))
+        bad = [p for p in done if p.get("status", "ok") != "ok"]
+        if bad:
+            raise RuntimeError(f"part {bad[0]['part']} of the reference failed: "
+                               f"{bad[0].get('reason')}")
+        self.parts = sorted({p["part"]: p for p in done}.values(), key=lambda p: p["part"])
+        self.setup_cpu_seconds = max(self.setup_cpu_seconds,
+                                     float(record.get("setup_cpu_seconds") or 0.0))
+        return {k: record.get(k) for k in _estimate_fields(Estimate(None))}
+
+    def _local_part(self, i: int, budget: int) -> dict[str, Any]:
+        from harness.runner import _blas
+
+        with _blas().limit(limits=1, user_api="blas"):
+            cpu0, wall0 = time.thread_time(), time.perf_counter()
+            stats = self.method.estimate_part(self.problem, budget,
+                                              rng_for(part_seed_key(self.key, i)))
+            cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+        return {"part": i, "budget": budget, "stats": stats, "cpu_seconds": cpu,
+                "wall_seconds": wall, "worker": "local", "status": "ok"}
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.setup_cpu_seconds + sum(float(p.get("cpu_seconds") or 0.0)
+                                            for p in self.parts)
+
+    @property
+    def budget(self) -> int:
+        return sum(int(p["budget"]) for p in self.parts)
+
+
+# ---- the procedure ------------------------------------------------------------------------
+def _precision(fields: dict[str, Any]) -> tuple[float, float]:
+    """(log Z SE, largest test-probability SE) of an estimate (inf when unknown)."""
+    se = fields.get("log_marginal_likelihood_se")
+    pse = fields.get("test_probabilities_se")
+    lz_se = math.inf if se is None or fields.get("status") != "ok" else float(se)
+    if fields.get("test_probabilities") is None or not len(fields["test_probabilities"]):
+        return lz_se, 0.0
+    if pse is None or any(v is None for v in pse):
+        return lz_se, math.inf
+    return lz_se, float(max(pse))
+
+
+def next_parts(n_parts: int, first: int, precision: tuple[float, float],
+               targets: tuple[float, float]) -> int:
+    """Parts to add: enough for the targets if SE ∝ 1/√budget (with 20 % to spare), at
+    least a first round's and at most doubling."""
+    ratio = max((s / t) ** 2 if math.isfinite(s) else 4.0
+                for s, t in zip(precision, targets, strict=True))
+    want = math.ceil(n_parts * ratio * 1.2) - n_parts
+    return int(min(max(want, first), n_parts))
+
+
+def run_rounds(runner: PartRunner, part_budget: int, parts_per_round: int,
+               targets: tuple[float, float], max_budget: int, max_cpu_seconds: float | None,
+               on_round: Callable[[dict[str, Any]], None] | None = None
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Rounds of new parts until the targets are met or the budget/CPU is spent:
+    (combined value fields, the rounds' history, why it stopped)."""
+    history: list[dict[str, Any]] = []
+    n_parts = min(parts_per_round, max_budget // part_budget)
+    if n_parts < 1:
+        raise InputError("--budget", f"the budget {max_budget} is below one part "
+                         f"({part_budget})", "raise --budget or lower --round-budget")
+    while True:
+        fields = runner.run(n_parts, part_budget)
+        precision = _precision(fields)
+        history.append({"round": len(history) + 1, "parts": n_parts, "budget": runner.budget,
+                        "log_marginal_likelihood": fields.get("log_marginal_likelihood"),
+                        "log_marginal_likelihood_se": precision[0],
+                        "test_probabilities_se_max": precision[1],
+                        "cpu_seconds": runner.cpu_seconds})
+        if on_round is not None:
+            on_round(history[-1])
+        if fields.get("status") != "ok":
+            return fields, history, f"the estimate failed: {fields.get('reason')}"
+        if all(s <= t for s, t in zip(precision, targets, strict=True)):
+            return fields, history, "targets reached"
+        add = next_parts(n_parts, parts_per_round, precision, targets)
+        add = min(add, max_budget // part_budget - n_parts)
+        if add < 1:
+            return fields, history, "budget spent"
+        if max_cpu_seconds is not None:
+            per_part = (runner.cpu_seconds - runner.setup_cpu_seconds) / n_parts
+            room = max_cpu_seconds - runner.cpu_seconds
+            add = min(add, int(room // per_part) if per_part > 0 else add)
+            if add < 1:
+                return fields, history, "CPU time spent"
+        n_parts += add
+
+
+def _versions() -> dict[str, str]:
+    import scipy
+
+    import harness
+    return {"harness": harness.__version__, "numpy": np.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version()}
+
+
+def _machine() -> dict[str, Any]:
+    import os
+    return {"system": platform.system(), "release": platform.release(),
+            "machine": platform.machine(), "processor": platform.processor(),
+            "cpu_count": os.cpu_count()}
+
+
+def canonical_spec(spec: str) -> str:
+    """A problem spec in the sweeps' canonical form (typed sorted options, absolute paths)."""
+    from pathlib import Path
+
+    from harness.spec import split_spec
+    from harness.sweep.spec import _Where, canonical_problem
+
+    head, options = split_spec(spec)
+    return canonical_problem(_Where("problem"), "problem", head, options, Path.cwd())
+
+
+def reference_key(spec: str, method: Method, part_budget: int, seed: int) -> dict[str, Any]:
+    return {"kind": "reference", "problem": spec, "method": method.name,
+            "settings": method.get_settings(), "part_budget": int(part_budget),
+            "seed": int(seed)}
+
+
+def part_budget_for(method: Method, round_budget: int, parts_per_round: int) -> int:
+    """Each part's budget: the first round's budget shared by its parts."""
+    budgets = method.split_budget(round_budget, parts_per_round)
+    if not budgets or len(budgets) != parts_per_round or len(set(budgets)) != 1:
+        raise InputError("--round-budget", f"{round_budget} does not split into "
+                         f"{parts_per_round} equal parts for {method.label()}",
+                         f"use a multiple of {parts_per_round} x the method's randomisations")
+    return int(budgets[0])
+
+
+def compute_reference(problem_spec: str, method: str = "minimax-tilting",
+                      settings: dict[str, Any] | None = None, *, max_budget: int = 10**7,
+                      budget_per_round: int | None = None,
+                      parts_per_round: int = DEFAULT_PARTS_PER_ROUND, target_se: float = 0.01,
+                      target_test_se: float = 1e-4, max_cpu_seconds: float | None = None,
+                      client=None, check_method: str | None = "auto",
+                      check_settings: dict[str, Any] | None = None, seed: int = 0,
+                      out: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The reference record of a problem (module doc).
+
+    max_budget caps the total budget, max_cpu_seconds the CPU time of the reference method
+    (the check method gets CHECK_CPU_SHARE of what the reference used). budget_per_round is
+    the first round's budget (default max_budget / 16, made a multiple of the parts per
+    round); later rounds add parts of the same size. check_method None skips the agreement
+    check; "auto" picks check_method_name(method).
+    """
+    from harness.spec import make_problem
+
+    if not (target_se > 0 and target_test_se > 0):
+        raise InputError("--target-se", "targets must be > 0")
+    spec = canonical_spec(problem_spec)
+    problem = make_problem(spec)
+    ref = unbiased_method(method, settings or {})
+    round_budget = budget_per_round or max(max_budget // 16, parts_per_round)
+    part_budget = part_budget_for(ref, round_budget - round_budget % parts_per_round,
+                                  parts_per_round)
+    key = reference_key(spec, ref, part_budget, seed)
+    say = out or (lambda _text: None)
+    wall0 = time.perf_counter()
+
+    def progress(label):
+        return lambda h: say(f"{label} round {h['round']}: {h['parts']} parts, budget "
+                             f"{h['budget']:,}, log Z {h['log_marginal_likelihood']}, SE "
+                             f"{h['log_marginal_likelihood_se']:.3g}, test SE max "
+                             f"{h['test_probabilities_se_max']:.3g}, CPU "
+                             f"{h['cpu_seconds']:.1f} s")
+
+    runner = PartRunner(spec, problem, ref, key, client)
+    targets = (target_se, target_test_se)
+    fields, history, stopped = run_rounds(runner, part_budget, parts_per_round, targets,
+                                          max_budget, max_cpu_seconds, progress(ref.label()))
+    if fields.get("status") != "ok":
+        raise RuntimeError(f"the reference estimate of {spec} failed: {fields.get('reason')}")
+    precision = _precision(fields)
+    checks = [weights_check(fields.get("diagnostics") or {})]
+    check_record = None
+    if check_method:
+        name = check_method_name(ref.name) if check_method == "auto" else check_method
+        other = unbiased_method(name, check_settings or {}, "--check-method")
+        o_part = part_budget_for(other, part_budget * parts_per_round, parts_per_round)
+        o_runner = PartRunner(spec, problem, other, reference_key(spec, other, o_part, seed),
+                              client)
+        o_fields, o_history, o_stopped = run_rounds(
+            o_runner, o_part, parts_per_round, targets, max_budget,
+            CHECK_CPU_SHARE * runner.cpu_seconds, progress(f"check {other.label()}"))
+        checks.insert(0, agreement_check(fields, o_fields, other.label()))
+        check_record = {"method": other.label(), "method_name": other.name,
+                        "settings": other.get_settings(), "budget": o_runner.budget,
+                        "parts": len(o_runner.parts), "cpu_seconds": o_runner.cpu_seconds,
+                        "stopped": o_stopped, "rounds": o_history,
+                        **{k: o_fields.get(k) for k in (
+                            "status", "reason", "log_marginal_likelihood",
+                            "log_marginal_likelihood_se", "test_probabilities",
+                            "test_probabilities_se", "diagnostics")}}
+    summary = problem.summary()
+    return {
+        "format": FORMAT,
+        "problem": problem.name,
+        "problem_spec": spec,
+        "problem_summary": {k: v for k, v in summary.items()
+                            if not k.startswith("true_") and k not in (
+                                "truth_kind", "truth_source", "reference")},
+        "fingerprint": fingerprint(problem),
+        "n_train": problem.n_train, "n_test": problem.n_test,
+        "kernel": problem.kernel_summary(),
+        "status": "ok",
+        "log_marginal_likelihood": fields["log_marginal_likelihood"],
+        "log_marginal_likelihood_se": fields["log_marginal_likelihood_se"],
+        "test_probabilities": fields.get("test_probabilities"),
+        "test_probabilities_se": fields.get("test_probabilities_se"),
+        "method": ref.label(), "method_name": ref.name, "settings": ref.get_settings(),
+        "budget": runner.budget, "budget_unit": ref.budget_unit,
+        "parts": len(runner.parts), "part_budget": part_budget,
+        "parts_per_round": parts_per_round, "rounds": history,
+        "targets": {"log_marginal_likelihood_se": target_se,
+                    "test_probabilities_se": target_test_se, "max_budget": int(max_budget),
+                    "max_cpu_seconds": max_cpu_seconds},
+        "targets_reached": {"log_marginal_likelihood_se": precision[0] <= target_se,
+                            "test_probabilities_se": precision[1] <= target_test_se},
+        "stopped": stopped,
+        "key": key, "seed": int(seed),
+        "versions": _versions(), "machine": _machine(),
+        "cpu_seconds": runner.cpu_seconds + (check_record or {}).get("cpu_seconds", 0.0),
+        "reference_cpu_seconds": runner.cpu_seconds,
+        "setup_cpu_seconds": runner.setup_cpu_seconds,
+        "wall_seconds": time.perf_counter() - wall0,
+        "workers": None if client is None else len(client.scheduler_info()["workers"]),
+        "diagnostics": fields.get("diagnostics") or {},
+        "checks": checks, "check_run": check_record,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+# ---- checks -------------------------------------------------------------------------------
+def family_threshold(n: int, sigmas: float = AGREEMENT_SIGMAS) -> float:
+    """|z| level with the two-sided tail of `sigmas` shared by n comparisons (Bonferroni)."""
+    tail = math.erfc(sigmas / math.sqrt(2.0))        # 0.0027 for 3 sigma
+    return float(-ndtri(tail / (2.0 * max(n, 1))))
+
+
+def agreement_check(ref: dict[str, Any], other: dict[str, Any], label: str) -> dict[str, Any]:
+    """Two unbiased estimates agree within their combined SEs (module doc)."""
+    out: dict[str, Any] = {"name": "agreement", "method": label, "sigmas": AGREEMENT_SIGMAS}
+    if other.get("status") != "ok" or other.get("log_marginal_likelihood_se") is None:
+        return {**out, "passed": False, "reason": f"{label} gave no estimate with an SE: "
+                f"{other.get('reason') or 'no SE'}"}
+    d = abs(ref["log_marginal_likelihood"] - other["log_marginal_likelihood"])
+    se = math.hypot(ref["log_marginal_likelihood_se"], other["log_marginal_likelihood_se"])
+    out.update(log_z_difference=d, log_z_combined_se=se, log_z_z=d / se if se > 0 else math.inf)
+    passed = d <= AGREEMENT_SIGMAS * se
+    p, q = ref.get("test_probabilities"), other.get("test_probabilities")
+    if p and q:
+        sp = np.asarray(ref["test_probabilities_se"], float)
+        sq = np.asarray(other.get("test_probabilities_se") or np.full(len(q), np.nan), float)
+        z = np.abs(np.asarray(p) - np.asarray(q)) / np.hypot(sp, sq)
+        z = np.where(np.isnan(z), np.inf, z)
+        level = family_threshold(len(z))
+        out.update(test_z_max=float(z.max()), test_z_level=level,
+                   test_beyond_3_sigma=int(np.sum(z > AGREEMENT_SIGMAS)),
+                   test_combined_se_max=float(np.nanmax(np.hypot(sp, sq))))
+        passed = passed and bool(z.max() <= level)
+    return {**out, "passed": bool(passed)}
+
+
+def weights_check(diagnostics: dict[str, Any]) -> dict[str, Any]:
+    """The reference's weight diagnostics are healthy (module doc)."""
+    def num(key):
+        v = diagnostics.get(key)
+        return None if v is None else float(v)
+
+    found = {"weights_degenerate": diagnostics.get("weights_degenerate"),
+             "randomisations": num("randomisations"),
+             "randomisations_effective": num("randomisations_effective"),
+             "max_weight_share": num("max_weight_share"), "ess_fraction": num("ess_fraction")}
+    failed = []
+    if found["weights_degenerate"] is not False:
+        failed.append("weights degenerate (or not reported)")
+    k, k_eff = found["randomisations"], found["randomisations_effective"]
+    if k is None or k_eff is None or k_eff < EFFECTIVE_RANDOMISATIONS_MIN * k:
+        failed.append(f"effective randomisations {k_eff} of {k}")
+    if found["max_weight_share"] is None or found["max_weight_share"] > WEIGHT_SHARE_MAX:
+        failed.append(f"largest weight share {found['max_weight_share']}")
+    if found["ess_fraction"] is None or found["ess_fraction"] < ESS_FRACTION_MIN:
+        failed.append(f"weight ESS fraction {found['ess_fraction']}")
+    return {"name": "weights", "passed": not failed, **found,
+            "limits": {"randomisations_effective_share": EFFECTIVE_RANDOMISATIONS_MIN,
+                       "max_weight_share": WEIGHT_SHARE_MAX,
+                       "ess_fraction": ESS_FRACTION_MIN},
+            "reason": "; ".join(failed)}
