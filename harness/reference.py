@@ -73,7 +73,7 @@ def unbiased_method(name: str, settings: dict[str, Any], field: str = "--method"
     if not method.z_unbiased():
         raise InputError(field, f"{method.label()} does not give an unbiased Ẑ, so it cannot "
                          "state a reference's precision", UNBIASED_HINT)
-    if method.split_budget(2 * DEFAULT_PARTS_PER_ROUND * 1000, 2) is None:
+    if method.split_budget(1, 1) is None:
         raise InputError(field, f"{method.label()} cannot split an estimate into parts",
                          UNBIASED_HINT)
     return method
@@ -260,13 +260,16 @@ def reference_key(spec: str, method: Method, part_budget: int, seed: int) -> dic
 
 
 def part_budget_for(method: Method, round_budget: int, parts_per_round: int) -> int:
-    """Each part's budget: the first round's budget shared by its parts."""
-    budgets = method.split_budget(round_budget, parts_per_round)
-    if not budgets or len(budgets) != parts_per_round or len(set(budgets)) != 1:
-        raise InputError("--round-budget", f"{round_budget} does not split into "
-                         f"{parts_per_round} equal parts for {method.label()}",
-                         f"use a multiple of {parts_per_round} x the method's randomisations")
-    return int(budgets[0])
+    """Each part's budget: the first round's budget shared by its parts, made the largest
+    size at or below it that the method splits into equal parts (e.g. whole SOV
+    randomisations), so that every round's parts have the same budget."""
+    size = round_budget // parts_per_round
+    for b in range(size, max(size - 10_000, 0), -1):
+        if method.split_budget(parts_per_round * b, parts_per_round) == [b] * parts_per_round:
+            return b
+    raise InputError("--round-budget", f"{round_budget} does not split into "
+                     f"{parts_per_round} equal parts for {method.label()}",
+                     "raise --round-budget or lower --parts-per-round")
 
 
 def compute_reference(problem_spec: str, method: str = "minimax-tilting",
@@ -293,8 +296,7 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
     problem = make_problem(spec)
     ref = unbiased_method(method, settings or {})
     round_budget = budget_per_round or max(max_budget // 16, parts_per_round)
-    part_budget = part_budget_for(ref, round_budget - round_budget % parts_per_round,
-                                  parts_per_round)
+    part_budget = part_budget_for(ref, round_budget, parts_per_round)
     key = reference_key(spec, ref, part_budget, seed)
     say = out or (lambda _text: None)
     wall0 = time.perf_counter()

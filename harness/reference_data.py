@@ -19,7 +19,7 @@ A record matches a problem when their fingerprints agree: the SHA-256 of the ker
 and the data (training inputs and labels, test inputs; for an orthant problem the covariance's
 diagonal and its product with a fixed vector), rounded to float32 so that last-bit differences
 between machines do not matter while any change of the data does. A stored problem summary (a
-report on an existing store) is matched by its name, family, parameters, sizes and kernel.
+report on an existing store) is matched by its family, parameters, sizes and kernel.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from harness.seeding import canonical_json
 
 FORMAT = "gpc-harness-reference/1"
 REFERENCE_SUFFIX = ".reference.json"
-SUMMARY_KEYS = ("name", "family", "params", "n_train", "n_test", "kernel")
+SUMMARY_KEYS = ("family", "params", "n_train", "n_test", "kernel")
 
 
 # ---- identity -----------------------------------------------------------------------------
@@ -62,8 +62,11 @@ def fingerprint(problem: Problem) -> str:
 
 
 def file_name(problem_name: str) -> str:
-    """The JSON file name of a problem's reference: 'gauss-p1' -> 'gauss-p1.json'."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", problem_name).strip("_") + ".json"
+    """The JSON file name of a problem's reference: 'gauss-p1' -> 'gauss-p1.json' (a problem
+    file's by its file name: '/data/mine.npz' -> 'mine.npz.json')."""
+    head, sep, options = problem_name.partition(":")
+    base = Path(head).name + sep + options
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("_") + ".json"
 
 
 def reference_path(problem_file: str | Path) -> Path:
@@ -152,8 +155,11 @@ def shipped_dir() -> Path:
 
 
 def shipped(problem_name: str) -> list[dict[str, Any]]:
-    """The shipped reference of a problem name (a list of zero or one record)."""
-    return _read(shipped_dir() / file_name(problem_name))
+    """The shipped references that may belong to a problem name: its own file, and its
+    preset's for a name with options ('gauss-p1:alpha=5,beta=1' is gauss-p1 when the options
+    are the preset's own; the fingerprint decides)."""
+    names = dict.fromkeys([file_name(problem_name), file_name(problem_name.partition(":")[0])])
+    return [r for name in names for r in _read(shipped_dir() / name)]
 
 
 # ---- attaching a reference ----------------------------------------------------------------
@@ -234,6 +240,8 @@ def summary_fields(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _same_problem(summary: dict[str, Any], record: dict[str, Any]) -> bool:
+    """Whether a stored summary describes the record's problem (the name aside: a preset
+    spelled with its own default options is the same problem)."""
     theirs = record.get("problem_summary") or {}
     return all(_plain(summary.get(k)) == _plain(theirs.get(k)) for k in SUMMARY_KEYS)
 

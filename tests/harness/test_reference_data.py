@@ -135,6 +135,15 @@ def test_shipped_references_match_by_fingerprint(tmp_path, monkeypatch):
     rd.export_reference(record_for(p, lz=-30.0), tmp_path / rd.file_name("gauss-p1"))
     make_problem.cache_clear()
     assert make_problem("gauss-p1").truth.log_marginal_likelihood == -30.0
+    # the preset spelled with its own default kernel is the same problem; another kernel not
+    assert make_problem("gauss-p1:alpha=5,beta=1").truth.log_marginal_likelihood == -30.0
+    assert make_problem("gauss-p1:alpha=3,beta=1").truth is None
+    summaries = {"gauss-p1:alpha=5,beta=1": make_problem("gauss-p1:alpha=5,beta=1").summary()
+                 | {"truth_kind": None},
+                 "gauss-p1:alpha=3,beta=1": make_problem("gauss-p1:alpha=3,beta=1").summary()}
+    out = rd.summaries_with_references(summaries)
+    assert out["gauss-p1:alpha=5,beta=1"]["true_log_marginal_likelihood"] == -30.0
+    assert not out["gauss-p1:alpha=3,beta=1"]["truth_kind"]
     # the same name with other data (a changed generator) is not matched
     rd.export_reference({**record_for(p), "fingerprint": "0" * 64},
                         tmp_path / rd.file_name("gauss-p1"))
