@@ -193,8 +193,11 @@ def calibration_case(template: str, seed: int, method: str = "minimax-tilting") 
     truth = make_problem(spec).truth
     z = abs(r["log_marginal_likelihood"] - truth.log_marginal_likelihood) \
         / r["log_marginal_likelihood_se"]
+    test_z = [] if truth.test_probabilities is None else (
+        np.abs(np.subtract(r["test_probabilities"], truth.test_probabilities))
+        / np.asarray(r["test_probabilities_se"])).tolist()
     return {"problem": spec, "seed": seed, "z": z, "se": r["log_marginal_likelihood_se"],
-            "budget": r["budget"]}
+            "budget": r["budget"], "test_z": test_z}
 
 
 @pytest.mark.parametrize("template", CALIBRATION_PROBLEMS)
@@ -209,3 +212,9 @@ def test_reference_calibration_20_seeds(template):
     cases = [calibration_case(template, s) for s in range(20)]
     print(json.dumps(cases))
     assert sum(c["z"] <= 3 for c in cases) >= 19, cases
+    # and the stated SE is not inflated either: the mean of z^2 (chi-square, 20 df, mean 1)
+    # is above 0.3 unless the SEs overstate the error about twofold or more
+    assert np.mean([c["z"] ** 2 for c in cases]) > 0.3, cases
+    test_z = np.concatenate([c["test_z"] for c in cases])
+    if len(test_z):
+        assert np.mean(test_z <= 3) >= 0.95, test_z
