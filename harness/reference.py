@@ -326,7 +326,8 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
         o_fields, o_history, o_stopped = run_rounds(
             o_runner, o_part, parts_per_round, targets, max_budget,
             CHECK_CPU_SHARE * runner.cpu_seconds, progress(f"check {other.label()}"))
-        checks.insert(0, agreement_check(fields, o_fields, other.label()))
+        checks.insert(0, agreement_check(fields, o_fields, other.label(),
+                                         weights_check(o_fields.get("diagnostics") or {})))
         check_record = {"method": other.label(), "method_name": other.name,
                         "settings": other.get_settings(), "budget": o_runner.budget,
                         "parts": len(o_runner.parts), "cpu_seconds": o_runner.cpu_seconds,
@@ -381,9 +382,17 @@ def family_threshold(n: int, sigmas: float = AGREEMENT_SIGMAS) -> float:
     return float(-ndtri(tail / (2.0 * max(n, 1))))
 
 
-def agreement_check(ref: dict[str, Any], other: dict[str, Any], label: str) -> dict[str, Any]:
-    """Two unbiased estimates agree within their combined SEs (module doc)."""
+def agreement_check(ref: dict[str, Any], other: dict[str, Any], label: str,
+                    other_weights: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Two unbiased estimates agree within their combined SEs (module doc).
+
+    other_weights: the check method's own weights_check. When it failed, a disagreement is
+    reported with that reason: the check method's SE then understates its error (MATH.md §6),
+    so the disagreement may be the check method's, not the reference's.
+    """
     out: dict[str, Any] = {"name": "agreement", "method": label, "sigmas": AGREEMENT_SIGMAS}
+    if other_weights is not None:
+        out["check_weights_healthy"] = bool(other_weights["passed"])
     if other.get("status") != "ok" or other.get("log_marginal_likelihood_se") is None:
         return {**out, "passed": False, "reason": f"{label} gave no estimate with an SE: "
                 f"{other.get('reason') or 'no SE'}"}
@@ -402,6 +411,9 @@ def agreement_check(ref: dict[str, Any], other: dict[str, Any], label: str) -> d
                    test_beyond_3_sigma=int(np.sum(z > AGREEMENT_SIGMAS)),
                    test_combined_se_max=float(np.nanmax(np.hypot(sp, sq))))
         passed = passed and bool(z.max() <= level)
+    if not passed and other_weights is not None and not other_weights["passed"]:
+        out["reason"] = (f"inconclusive: {label}'s own weights are unhealthy "
+                         f"({other_weights['reason']}), so its SE understates its error")
     return {**out, "passed": bool(passed)}
 
 

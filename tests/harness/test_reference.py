@@ -54,6 +54,11 @@ def test_agreement_check_uses_the_combined_standard_error():
     p_far = ref.agreement_check(a, estimate(-10.0, 0.004, [0.2, 0.7008], [1e-4, 1e-4]), "sov")
     assert not p_far["passed"] and p_far["test_z_max"] == pytest.approx(0.0008 / 1.414e-4,
                                                                         rel=1e-3)
+    unhealthy = {"passed": False, "reason": "largest weight share 0.2"}
+    blamed = ref.agreement_check(a, estimate(-10.016, 0.004, [0.2, 0.7], [1e-4, 1e-4]), "sov",
+                                 unhealthy)
+    assert not blamed["passed"] and "inconclusive" in blamed["reason"]
+    assert blamed["check_weights_healthy"] is False
     failed = ref.agreement_check(a, {"status": "failed", "reason": "boom"}, "sov")
     assert not failed["passed"] and "boom" in failed["reason"]
 
