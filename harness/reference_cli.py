@@ -52,8 +52,8 @@ def _setup_reference(p):
                    help="stop adding rounds when the reference has used this much CPU time "
                         "(the check method gets a quarter of what it used)")
     p.add_argument("--check-method", default="auto",
-                   help="second unbiased method for the agreement check (default: sov, or "
-                        "minimax-tilting when --method is sov; 'none' skips the check)")
+                   help="second unbiased method for the agreement check (default: sir for "
+                        "minimax-tilting, else minimax-tilting; 'none' skips the check)")
     p.add_argument("--seed", default="0", help="seed of the parts' random streams")
     p.add_argument("--workers", default=None, help="run the parts on a local Dask cluster of "
                    "this many worker processes")

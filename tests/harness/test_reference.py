@@ -100,7 +100,7 @@ def test_a_reference_reaches_its_targets_and_states_them(small_reference):
     assert [h["parts"] for h in r["rounds"]] == sorted(h["parts"] for h in r["rounds"])
     assert r["rounds"][-1]["budget"] == r["budget"]
     assert {c["name"]: c["passed"] for c in r["checks"]} == {"agreement": True, "weights": True}
-    assert r["check_run"]["method"] == "sov"
+    assert r["check_run"]["method"] == "sir"
     assert set(r["versions"]) >= {"harness", "numpy", "scipy"} and r["cpu_seconds"] > 0
     assert r["fingerprint"] and r["problem"] == SMALL and r["problem_spec"] == SMALL
     json.dumps(r, allow_nan=False)
