@@ -21,9 +21,9 @@ Faults (issue 17):
 - Integrity: every open checks the file first (`damage`: an SQLite file, `PRAGMA
   quick_check`, the harness's tables) and refuses a damaged one with `StoreDamaged` (exit 2,
   one line: restore it, start a new store, or `export` what is readable, `salvage`), before
-  anything is written. quick_check reads every page once: about 0.03-0.08 s for 10,000 jobs
-  (38 MB) with the file in the page cache, a few percent of reading the records
-  (benchmarks/bench_store.py), so it runs at every open. A new store is built under a
+  anything is written. quick_check reads every page once: 0.03-0.09 s for 10,000 jobs
+  (38 MB, page cache warm), about 1 s at 100,000 (376 MB); 3-7 % of reading the records
+  (benchmarks/bench_store.py), small beside starting a cluster, so it runs at every open. A new store is built under a
   temporary name and renamed into place, so the harness never leaves an empty or table-less
   file at a store's path (an empty file there is refused like a damaged one).
 - Full disk: a write that fails with SQLITE_FULL raises `StoreFull` (exit 2); the records that
