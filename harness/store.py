@@ -23,9 +23,10 @@ Faults (issue 17):
   one line: restore it, start a new store, or `export` what is readable, `salvage`), before
   anything is written. quick_check reads every page once: 0.03-0.09 s for 10,000 jobs
   (38 MB, page cache warm), about 1 s at 100,000 (376 MB); 3-7 % of reading the records
-  (benchmarks/bench_store.py), small beside starting a cluster, so it runs at every open. A new store is built under a
-  temporary name and renamed into place, so the harness never leaves an empty or table-less
-  file at a store's path (an empty file there is refused like a damaged one).
+  (benchmarks/bench_store.py), small beside starting a cluster, so it runs at every open.
+  A new store is built under a temporary name and renamed into place, so the harness never
+  leaves an empty or table-less file at a store's path (an empty file there is refused like
+  a damaged one).
 - Full disk: a write that fails with SQLITE_FULL raises `StoreFull` (exit 2); the records that
   could not be written are held in a side file (`hold`, JSON lines `<store>-held.jsonl`, else
   in the temporary folder) and the next writer imports them first (`import_held`).
@@ -333,14 +334,21 @@ class ResultStore:
         returns its path, or None if no side file could be written either."""
         text = "".join(_json(r) + "\n" for r in records)
         for path in held_paths(self.path):
+            size = path.stat().st_size if path.exists() else None
             try:
                 with open(path, "a", encoding="utf-8") as f:
                     f.write(text)
                     f.flush()
                     os.fsync(f.fileno())
                 return path
-            except OSError:
-                continue
+            except OSError:   # no space here either: leave the file as it was, try the next
+                try:
+                    if size is None:
+                        path.unlink()
+                    else:
+                        os.truncate(path, size)
+                except OSError:
+                    pass
         return None
 
     def import_held(self) -> tuple[int, list[Path]]:

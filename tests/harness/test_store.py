@@ -193,6 +193,32 @@ def test_a_full_disk_raises_store_full_and_keeps_what_was_stored(clean_store, tm
         assert not held.exists()
 
 
+def test_held_records_go_to_the_temporary_folder_when_the_disk_is_full_too(
+        clean_store, tmp_path, monkeypatch):
+    path = tmp_path / "s.sqlite"
+    beside, elsewhere = held_paths(path)
+    real_fsync = os.fsync
+    calls = []
+
+    def fsync(fd):                         # the first side file cannot be written either
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real_fsync(fd)
+
+    try:
+        with ResultStore(path) as store:
+            monkeypatch.setattr(os, "fsync", fsync)
+            assert store.hold(clean_store[1][:3]) == elsewhere
+            monkeypatch.undo()
+            assert not beside.exists()         # no empty or partial file left beside
+        with ResultStore(path) as store:
+            assert store.import_held() == (3, [elsewhere])
+            assert len(store.job_ids()) == 3
+    finally:
+        elsewhere.unlink(missing_ok=True)
+
+
 def test_a_held_line_cut_short_is_skipped(clean_store, tmp_path):
     path = tmp_path / "s.sqlite"
     held = held_paths(path)[0]
