@@ -179,6 +179,25 @@ def held_paths(path: str | Path) -> list[Path]:
             Path(tempfile.gettempdir()) / f"gpc-harness-held-{digest}.jsonl"]
 
 
+def held_records(path: str | Path) -> list[tuple[Path, list[dict[str, Any]]]]:
+    """(side file, its records) of every side file of the store's held records (`held_paths`),
+    read-only; a line cut short when the disk filled is left out (its job runs again)."""
+    found = []
+    for held in held_paths(path):
+        if not held.is_file():
+            continue
+        records = []
+        for line in held.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and _IDENTITY <= set(record):
+                records.append(record)
+        found.append((held, records))
+    return found
+
+
 def _create(path: Path) -> None:
     """A new, empty store at `path`, built under a temporary name and renamed into place."""
     tmp = path.with_name(f".{path.name}.new-{os.getpid()}")
@@ -353,20 +372,12 @@ class ResultStore:
 
     def import_held(self) -> tuple[int, list[Path]]:
         """Store the records a full disk held back (`hold`), then remove their side files;
-        returns (records imported, side files read). A record already stored as it is, or a
-        line cut short when the disk filled, is skipped (it runs again if missing)."""
+        returns (records imported, side files read). A record already stored as it is is
+        skipped."""
         imported, files = 0, []
-        for path in held_paths(self.path):
-            if not path.is_file():
-                continue
+        for path, records in held_records(self.path):
             files.append(path)
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(record, dict) or not _IDENTITY <= set(record):
-                    continue
+            for record in records:
                 stored = self._rows("SELECT record FROM jobs WHERE job_id = ?",
                                     [record["job_id"]])
                 if stored and stored[0][0] == _json(record):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import InputError
-from harness.store import ResultStore, StoreFull
+from harness.store import ResultStore, StoreFull, held_records
 from harness.sweep.execute import environment_facts, failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
@@ -68,13 +68,16 @@ def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list
 
 
 def stored_job_ids(store_path: Path, rerun_failed: bool = False) -> set[str] | None:
-    """The job ids a store holds (status ok only, if rerun_failed), read-only; None if there
-    is no store there yet. Nothing is created or modified; a damaged store is refused."""
+    """The job ids a store holds (status ok only, if rerun_failed), with those a full disk
+    held back for the next run to import, read-only; None if there is no store there yet.
+    Nothing is created or modified; a damaged store is refused."""
     path = Path(store_path)
     if not path.is_file():
         return None
     with ResultStore(path, read_only=True) as db:
-        return db.job_ids(["ok"] if rerun_failed else None)
+        ids = db.job_ids(["ok"] if rerun_failed else None)
+    return ids | {r["job_id"] for _, records in held_records(path) for r in records
+                  if not rerun_failed or r["status"] == "ok"}
 
 
 def check_writable(path: Path, field: str, directory: bool = False) -> None:

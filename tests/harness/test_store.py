@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.store import ResultStore, StoreFull, damage, held_paths
+from harness.store import ResultStore, StoreDamaged, StoreFull, damage, held_paths
 from harness.store_lock import StoreBusy, StoreLock, lock_path
 from harness.sweep.execute import run_job
 from harness.sweep.plan import plan
@@ -98,7 +98,7 @@ def no_cluster(monkeypatch):
 
 
 # ---- 1. integrity: a damaged store is refused, untouched; export salvages it -----------------
-@pytest.mark.parametrize("command", ["sweep", "check", "report"])
+@pytest.mark.parametrize("command", ["sweep", "check", "report", "load_results"])
 def test_a_damaged_store_is_refused_and_not_written(damaged, command, tmp_path, capsys,
                                                     no_cluster):
     sweep_file = tmp_path / "small.toml"
@@ -108,9 +108,15 @@ def test_a_damaged_store_is_refused_and_not_written(damaged, command, tmp_path, 
             "check": ["sweep", str(sweep_file), "--store", str(damaged), "--no-report",
                       "--check"],
             "report": ["report", "--store", str(damaged), "--out", str(tmp_path / "r"),
-                       "--no-pdf"]}[command]
-    assert main(args) == 2
-    err = _one_line(capsys)
+                       "--no-pdf"], "load_results": []}[command]
+    if command == "load_results":
+        import harness
+        with pytest.raises(StoreDamaged) as info:
+            harness.load_results(damaged)
+        err = f"error: {info.value}"
+    else:
+        assert main(args) == 2
+        err = _one_line(capsys)
     assert err.startswith(f"error: store: {damaged} is damaged"), err
     for way_out in ("restore it", "--store", f"python -m harness export --store {damaged}"):
         assert way_out in err, err
