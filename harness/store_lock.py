@@ -96,9 +96,11 @@ class StoreLock:
             return
         fd = self._acquire()
         self.previous = _read(fd)
+        program = "python -m harness" if sys.argv[0].endswith("__main__.py") else \
+            f"python {sys.argv[0]}"
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "since": datetime.now(UTC).isoformat(timespec="seconds"),
-              "command": " ".join(["python", *sys.argv])[:300]}
+              "command": " ".join([program, *sys.argv[1:]])[:300]}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(me).encode(), 0)
         _HELD[self.key] = _Held(fd, 1, self.previous)
