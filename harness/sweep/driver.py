@@ -5,25 +5,29 @@ client or a Ctrl-C leaves every finished job committed and the store readable; t
 of the same sweep skips them (by job id) and runs the rest. The store and report paths are
 checked for writing before anything runs (`check_writable`), and `sweep --check` prints the
 same plan as a run (`plan_lines`, `stored_job_ids`) without opening the store for writing.
+
+Store faults (harness.store): the store is opened (its writer lock taken, its integrity
+checked, results a full disk held back imported) before any cluster is reached, so a second
+client or a damaged file is refused at once (exit 2); a full disk ends the run with exit 2,
+the finished results that could not be stored held in a side file for the next run.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import InputError
-from harness.store import ResultStore
+from harness.store import ResultStore, StoreFull, held_records
 from harness.sweep.execute import environment_facts, failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
@@ -64,23 +68,16 @@ def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list
 
 
 def stored_job_ids(store_path: Path, rerun_failed: bool = False) -> set[str] | None:
-    """The job ids a store holds (status ok only, if rerun_failed), read-only; None if there
-    is no store there yet. Nothing is created or modified."""
+    """The job ids a store holds (status ok only, if rerun_failed), with those a full disk
+    held back for the next run to import, read-only; None if there is no store there yet.
+    Nothing is created or modified; a damaged store is refused."""
     path = Path(store_path)
     if not path.is_file():
         return None
-    # no write-ahead log: nobody is writing, open it as immutable (a read-only WAL connection
-    # would leave -wal and -shm files behind); else read beside the writer
-    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True,
-                                     timeout=30.0)) as db:
-            rows = db.execute("SELECT job_id FROM jobs" + (" WHERE status = 'ok'"
-                                                            if rerun_failed else ""))
-            return {r[0] for r in rows}
-    except sqlite3.Error as exc:
-        raise InputError("store", f"{store_path} cannot be read as a results store ({exc})",
-                         "give another --store") from None
+    with ResultStore(path, read_only=True) as db:
+        ids = db.job_ids(["ok"] if rerun_failed else None)
+    return ids | {r["job_id"] for _, records in held_records(path) for r in records
+                  if not rerun_failed or r["status"] == "ok"}
 
 
 def check_writable(path: Path, field: str, directory: bool = False) -> None:
@@ -153,12 +150,13 @@ def worker_facts(client) -> dict[str, Any]:
 
 def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *,
             fn: Callable[[dict], dict] = run_job, progress: Progress | None = None) -> None:
-    """Submit the jobs (in order, as priorities), store each result as it arrives."""
+    """Submit the jobs (in order, as priorities), store each result as it arrives; on a full
+    disk (StoreFull), hold the finished results not stored and stop (`held_back`)."""
     from distributed import as_completed
-    from distributed.scheduler import KilledWorker
 
     progress = progress or Progress(len(jobs))
     by_key: dict[str, Job] = {}
+    handled: set[str] = set()
     futures = []
     start = time.monotonic()
     try:
@@ -173,28 +171,19 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
         for future, result in as_completed(futures, with_results=True, raise_errors=False,
                                            loop=client.loop):
             job = by_key[future.key]
-            if future.status == "finished":
-                record = result
-                if not isinstance(record, dict) or record.get("job_id") != job.job_id:
-                    record = failure_record(job, "error", "the worker returned a wrong record")
-                elif "problem" not in record:   # a job that could not start on the worker
-                    record = {**failure_record(job, record["status"], record["reason"]),
-                              **record}
-            elif future.status == "error":
-                exc = result if isinstance(result, BaseException) else future.exception()
-                if isinstance(exc, KilledWorker):
-                    record = failure_record(
-                        job, "failed",
-                        f"KilledWorker: the job's worker process died each time it ran it "
-                        f"(crash or out of memory); gave up after the scheduler's allowed "
-                        f"failures ({exc})")
-                else:
-                    record = failure_record(job, "error", f"{type(exc).__name__}: {exc}")
-            else:   # cancelled: lost with the scheduler or released elsewhere; runs next time
+            record = job_record(job, future, result)
+            if record is None:   # cancelled: lost with the scheduler or released; runs next time
                 outcome.cancelled += 1
                 future.release()
                 continue
-            store.add_record(record)
+            try:
+                store.add_record(record)
+            except StoreFull as full:
+                handled.add(future.key)
+                raise held_back(store, full, [record, *finished_records(futures, by_key,
+                                                                         handled)],
+                                outcome, len(jobs)) from None
+            handled.add(future.key)
             future.release()
             outcome.statuses[record["status"]] += 1
             progress.update(record["status"])
@@ -216,6 +205,62 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                 pass
 
 
+def job_record(job: Job, future, result) -> dict | None:
+    """The record of a job whose future is done (None: cancelled, it runs next time)."""
+    from distributed.scheduler import KilledWorker
+
+    if future.status == "finished":
+        record = result
+        if not isinstance(record, dict) or record.get("job_id") != job.job_id:
+            return failure_record(job, "error", "the worker returned a wrong record")
+        if "problem" not in record:   # a job that could not start on the worker
+            return {**failure_record(job, record["status"], record["reason"]), **record}
+        return record
+    if future.status == "error":
+        exc = result if isinstance(result, BaseException) else future.exception()
+        if isinstance(exc, KilledWorker):
+            return failure_record(
+                job, "failed",
+                f"KilledWorker: the job's worker process died each time it ran it "
+                f"(crash or out of memory); gave up after the scheduler's allowed "
+                f"failures ({exc})")
+        return failure_record(job, "error", f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def finished_records(futures, by_key: dict[str, Job], handled: set[str]) -> list[dict]:
+    """The records of the jobs that finished on the workers but were not handled yet."""
+    records = []
+    for future in futures:
+        if future.key in handled or future.status not in ("finished", "error"):
+            continue
+        try:
+            result = future.result(timeout=30) if future.status == "finished" \
+                else future.exception(timeout=30)
+        except Exception:  # noqa: BLE001 - lost on the way: it runs again next time
+            continue
+        record = job_record(by_key[future.key], future, result)
+        if record is not None:
+            records.append(record)
+            handled.add(future.key)
+    return records
+
+
+def held_back(store: ResultStore, full: StoreFull, records: list[dict], outcome: Outcome,
+              n_jobs: int) -> StoreFull:
+    """The one-line error of a full disk, once the finished records that could not be
+    stored are held in a side file (`ResultStore.hold`) for the next run to import."""
+    held = store.hold(records)
+    kept = (f"the {len(records)} finished but not stored are held in {held}" if held else
+            f"the {len(records)} finished but not stored could not be held anywhere (no "
+            f"space for a side file either) and will run again")
+    left = n_jobs - outcome.stored - (len(records) if held else 0)
+    return StoreFull(store.path, f"{full.problem}; {outcome.stored} results "
+                     f"stored in this run, {kept}",
+                     f"free some space and run the same command again: it imports the held "
+                     f"results first and runs the {left} jobs left")
+
+
 @contextmanager
 def interrupt_note(outcome: Outcome, err: TextIO) -> Iterator[None]:
     """On KeyboardInterrupt, say how far the sweep got (one line) and re-raise."""
@@ -228,6 +273,18 @@ def interrupt_note(outcome: Outcome, err: TextIO) -> Iterator[None]:
               if outcome.total else "interrupted before any job ran; rerun to start",
               file=err, flush=True)
         raise
+
+
+def opening_notes(db: ResultStore, out: TextIO) -> None:
+    """Import what a full disk held back last time; say so, and whose writer lock was taken
+    over (a client that died)."""
+    note = db.lock.took_over() if db.lock else None
+    if note:
+        print(note, file=out)
+    imported, files = db.import_held()
+    if files:
+        print(f"imported {imported} results held back by a full disk from "
+              f"{', '.join(map(str, files))}", file=out)
 
 
 def worker_memory(sweep: Sweep, scheduler: str | None, workers: int | None, client,
@@ -280,9 +337,10 @@ def run_sweep(
                                                    client=client))
             return conn
 
+        db = stack.enter_context(ResultStore(store_path))   # one writer; sound; refused early
+        opening_notes(db, out)
         limit = worker_memory(sweep, scheduler, workers, client, connected)
         jobs = plan(sweep, limit)
-        db = stack.enter_context(ResultStore(store_path))
         todo = pending(jobs, db, rerun_failed)
         outcome.total, outcome.skipped = len(jobs), len(jobs) - len(todo)
         print("\n".join(plan_lines(sweep, jobs, limit, store_path)), file=out)
