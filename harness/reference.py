@@ -53,6 +53,9 @@ WEIGHT_SHARE_MAX = 0.01       # no single sample carries more than 1 % of Σ W
 ESS_FRACTION_MIN = 1e-3       # weight ESS at least 0.1 % of the points
 EFFECTIVE_RANDOMISATIONS_MIN = 0.5   # of all randomisations
 CHECK_CPU_SHARE = 0.25        # the check method's CPU, as a share of the reference's
+ROUNDING = 1e-12              # floor of a combined SE: two estimates of a probability near 1/2
+#                               with SEs of 1e-16 differ by 7e-15 from rounding alone
+#                               (measured, digits-3v5), and such SEs are not resolvable
 DEFAULT_PARTS_PER_ROUND = 8
 UNBIASED_HINT = "use minimax-tilting (the default), sov, sir or rejection-bootstrap[count=hard]"
 
@@ -401,14 +404,15 @@ def agreement_check(ref: dict[str, Any], other: dict[str, Any], label: str,
         return {**out, "passed": False, "reason": f"{label} gave no estimate with an SE: "
                 f"{other.get('reason') or 'no SE'}"}
     d = abs(ref["log_marginal_likelihood"] - other["log_marginal_likelihood"])
-    se = math.hypot(ref["log_marginal_likelihood_se"], other["log_marginal_likelihood_se"])
+    se = math.hypot(ref["log_marginal_likelihood_se"], other["log_marginal_likelihood_se"],
+                    ROUNDING * max(1.0, abs(ref["log_marginal_likelihood"])))
     out.update(log_z_difference=d, log_z_combined_se=se, log_z_z=d / se if se > 0 else math.inf)
     passed = d <= AGREEMENT_SIGMAS * se
     p, q = ref.get("test_probabilities"), other.get("test_probabilities")
     if p and q:
         sp = np.asarray(ref["test_probabilities_se"], float)
         sq = np.asarray(other.get("test_probabilities_se") or np.full(len(q), np.nan), float)
-        z = np.abs(np.asarray(p) - np.asarray(q)) / np.hypot(sp, sq)
+        z = np.abs(np.asarray(p) - np.asarray(q)) / np.hypot(np.hypot(sp, sq), ROUNDING)
         z = np.where(np.isnan(z), np.inf, z)
         level = family_threshold(len(z))
         out.update(test_z_max=float(z.max()), test_z_level=level,

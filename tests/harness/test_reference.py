@@ -59,6 +59,10 @@ def test_agreement_check_uses_the_combined_standard_error():
                                  unhealthy)
     assert not blamed["passed"] and "inconclusive" in blamed["reason"]
     assert blamed["check_weights_healthy"] is False
+    # standard errors below rounding are floored: no disagreement from the last digits
+    tiny = estimate(-10.0, 1e-15, [0.49999999999985695], [4e-16])
+    assert ref.agreement_check(tiny, estimate(-10.0, 1e-15, [0.49999999999984984], [8.6e-16]),
+                               "sir")["passed"]
     failed = ref.agreement_check(a, {"status": "failed", "reason": "boom"}, "sov")
     assert not failed["passed"] and "boom" in failed["reason"]
 
