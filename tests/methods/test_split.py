@@ -190,6 +190,19 @@ def test_a_failed_part_fails_the_combination(gpc):
         method.combine_parts(gpc, [])
 
 
+def test_parts_of_another_method_or_problem_are_refused(gpc):
+    sov, rb = get_method("sov")(), get_method("rejection-bootstrap")()
+    sov_part = sov.estimate_part(gpc, 100, np.random.default_rng(0))
+    rb_part = rb.estimate_part(gpc, 100, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="part 0 is not a sov part"):
+        sov.combine_parts(gpc, [rb_part])
+    with pytest.raises(ValueError, match="not rejection-bootstrap parts"):
+        rb.combine_parts(gpc, [sov_part])
+    other = linear1d(n_train=40, n_test=5, seed=2)
+    with pytest.raises(ValueError, match="5 test points"):
+        sov.combine_parts(other, [sov_part])
+
+
 def test_all_rejected_parts_are_a_failed_estimate():
     """Dead rejection-bootstrap chunks count as Ẑ = 0 in every part: all dead is a failure."""
     problem = onefactor(n=120, seed=1, dmin=-0.99, dmax=0.99)
