@@ -309,8 +309,9 @@ class Sov(Method):
         return max(1, int(self.chunk_mb * 2**20 // per))
 
     def run(self, problem: Problem, budget: int, rng: np.random.Generator) -> SovRun:
-        """The SOV estimate with its per-randomisation parts (see SovRun)."""
-        return sov_run(self.sums(problem, budget, rng, self.factor(problem)))
+        """The SOV estimate with its per-randomisation parts (see SovRun); raises SetupFailed
+        if the set-up fails."""
+        return sov_run(self.sums(problem, budget, rng, self.set_up(problem)[0]))
 
     def sums(self, problem: Problem, budget: int, rng: np.random.Generator,
              fac: Factor) -> SovSums:
