@@ -132,13 +132,17 @@ class PartRunner:
                              f"{n_parts * part_budget} into {n_parts} parts of {part_budget}",
                              "choose a round budget that is a multiple of the parts per round "
                              "times the method's randomisations")
-        if self.client is None:
+        if self.client is None:   # in this process (the same parts, streams and combination)
             for i in range(len(self.parts), n_parts):
                 self.parts.append(self._local_part(i, part_budget))
             est = self.method.combine_parts(self.problem, [p["stats"] for p in self.parts])
             return _estimate_fields(est)
-        from harness.split import run_split
-
+        try:
+            from harness.split import run_split
+        except ImportError:   # pragma: no cover - until harness.split (branch split-run) is in
+            raise InputError("--workers/--scheduler", "running parts on a cluster needs "
+                             "harness.split, which this installation lacks",
+                             "run without --workers/--scheduler (in this process)") from None
         done = list(self.parts)
         record = run_split(self.spec, self.method.name, self.method.get_settings(),
                            n_parts * part_budget, self.key, parts=n_parts, client=self.client,
