@@ -37,6 +37,11 @@ from harness.estimate import Estimate
 from harness.footprint import MemoryEstimate
 from harness.methods.sov import Sov, SovStep
 from harness.problem import Problem
+from harness.reliability import (
+    degenerate_weights,
+    unconverged_saddle_point,
+    unreliable_reason,
+)
 from harness.reorder import cached, ordered_problem
 from harness.saddle_point import solve_saddle_point
 from harness.truncnorm import draw_above
@@ -105,14 +110,15 @@ class MinimaxTilting(Sov):
 
     def _estimate(self, problem, budget, rng) -> Estimate:
         try:
-            self._mu, info = self.shifts(problem)
+            self._mu, self._info = self.shifts(problem)
         except np.linalg.LinAlgError as exc:
             return Estimate.failed(f"the saddle-point system could not be solved: {exc}")
-        est = super()._estimate(problem, budget, rng)
-        if est.status != "ok":
-            return est
-        return Estimate(est.log_marginal_likelihood, est.test_probabilities,
-                        log_marginal_likelihood_se=est.log_marginal_likelihood_se,
-                        diagnostics={**est.diagnostics, **info,
-                                     "mu_max_abs": float(np.max(np.abs(self._mu)))})
+        return super()._estimate(problem, budget, rng)
 
+    def extra_diagnostics(self) -> dict:
+        return {**self._info, "mu_max_abs": float(np.max(np.abs(self._mu)))}
+
+    def unreliable_reason(self, diagnostics: dict, budget: int) -> str:
+        """SOV's rules, and shifts far from the saddle point (harness.reliability)."""
+        return unreliable_reason(unconverged_saddle_point(diagnostics)
+                                 + degenerate_weights(diagnostics, budget))

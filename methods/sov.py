@@ -73,6 +73,7 @@ from harness.footprint import MemoryEstimate, dense
 from harness.method import Method
 from harness.problem import Problem
 from harness.qmc import DEGENERATE_SHARE, KINDS, SOBOL_MAX_DIM, PointSet, batch_error, split_budget
+from harness.reliability import degenerate_weights, unreliable_reason
 from harness.reorder import REORDERINGS, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.truncnorm import draw_above
@@ -327,6 +328,18 @@ class Sov(Method):
             if problem.n_test:
                 diagnostics["test_se_mean"] = float(np.mean(run.test_se))
                 diagnostics["test_se_max"] = float(np.max(run.test_se))
+        diagnostics.update(self.extra_diagnostics())
+        reason = self.unreliable_reason(diagnostics, budget)
         return Estimate(run.log_z, run.test if problem.n_test else np.empty(0),
                         log_marginal_likelihood_se=se, diagnostics=diagnostics,
-                        test_probabilities_se=run.test_se if se is not None else None)
+                        test_probabilities_se=run.test_se if se is not None else None,
+                        status="unreliable" if reason else "ok", reason=reason)
+
+    def extra_diagnostics(self) -> dict:
+        """Diagnostics of a subclass's set-up, added to the estimate's (default: none)."""
+        return {}
+
+    def unreliable_reason(self, diagnostics: dict, budget: int) -> str:
+        """Why the run's own diagnostics call the estimate degenerate ('' if they do not):
+        the weights or one randomisation hold the whole estimate (harness.reliability)."""
+        return unreliable_reason(degenerate_weights(diagnostics, budget))
