@@ -55,7 +55,11 @@ sd of the per-randomisation log Ẑ_k / sqrt(K_eff)), K_eff the effective number
 (qmc.batch_error), with `weights_degenerate`, `top_randomisation_share` and
 `randomisations_effective` in the diagnostics. Over 30 seeds (N = 256, 1e3 points) sd(log Ẑ) /
 mean se went from 2.0-2.8 to 0.9-1.3. No se covers the low bias of a degenerate run: treat such
-estimates as lower-biased.
+estimates as lower-biased. A run whose weights have collapsed onto about one point (ESS < 1.1),
+or whose randomisations onto one (> 99 % of Ẑ), from 100 points on, is returned with status
+`unreliable` and the reason, its numbers kept (Sov.unreliable_reason, harness.reliability: the
+thresholds and the measurements behind them; issue 17: ESS = 1.000 and log Ẑ = -1e11 on a
+correlation matrix of condition 1e15).
 """
 
 from __future__ import annotations
