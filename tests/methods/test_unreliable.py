@@ -118,3 +118,15 @@ def test_a_planted_degenerate_weight_is_caught(monkeypatch):
     est = _estimate("sov", as_problem("onefactor:n=100"))
     assert est.status == "unreliable" and "weights degenerate" in est.reason
     assert "randomisations degenerate" in est.reason
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SOV_FAMILY)
+def test_quick_sweep_problems_stay_ok_over_seeds(name):
+    """Seeds 1-5 (the thresholds were set from 10 seeds, harness.reliability)."""
+    for spec in QUICK:
+        problem = as_problem(spec)
+        for budget in QUICK_BUDGETS[name]:
+            for seed in range(1, 6):
+                est = _estimate(name, problem, budget, seed)
+                assert est.status == "ok", (spec, budget, seed, est.reason)
