@@ -163,8 +163,10 @@ def test_the_issue_case_has_its_independent_value():
 # (n, d, beta) where the Gauss–Hermite rule does not reach its tolerance by the node cap
 # (small N with a large beta: the integrand is close to a product of steps, far from
 # Gaussian), so the family raises ArithmeticError instead of returning a truth (seed 0,
-# n_test = 4; measured on the full scan below).
-REFUSED = {(3, 2, 100.0), (5, 2, 100.0), (3, 3, 9.0), (10, 3, 9.0)}
+# n_test = 4). Measured on the full scan below: 88 of its 96 cases agree with the independent
+# value, these 8 refuse (error estimates 2e-8 ... 2e-3 at the caps of 512^2 and 160^3 nodes).
+REFUSED = {(3, 2, 100.0), (5, 2, 100.0), (3, 3, 9.0), (10, 3, 9.0),
+           (2, 3, 100.0), (3, 3, 100.0), (5, 3, 100.0), (10, 3, 100.0)}
 
 FAST = [(2, 1, 100.0), (3, 1, 100.0), (30, 1, 9.0), (400, 1, 100.0), (30, 2, 1.0),
         (3, 2, 100.0), (2, 3, 1.0), (30, 3, 0.1), (100, 3, 1.0)]
