@@ -30,6 +30,11 @@ The rules and their thresholds (measured; see the tests in tests/harness/test_re
   is harmless; the residual at μ = 0 is 8–98 on the quick sweep's problems and 0.98 after one
   Newton step in the unconverged-saddle test, while on the issue's cases Newton stops after
   100 steps at 5.9e3 and 9.7e3 (1.4e3 and 1.2e4 in the cached reordering).
+
+`rejection-bootstrap` has no rule: on both cases of the issue every particle is rejected
+(status `failed`, with the variable); its standard error (A.44) grows with 1 / (M P_i), and
+path degeneracy is normal for it (quick-sweep problems at M = 1000: 3-8 distinct first-variable
+ancestors, at worst 12 particles accepted at one step), so neither is a sign of a wrong answer.
 """
 
 from __future__ import annotations
