@@ -182,7 +182,8 @@ def cmd_check(args) -> int:
 
 
 def _one_line_plugin_warnings() -> None:
-    """A skipped plugin is one line on stderr ("warning: skipped method plugin ...")."""
+    """A skipped plugin, an ill-conditioned problem (warning classes with `one_line = True`)
+    are one line on stderr ("warning: skipped method plugin ...")."""
     import warnings
 
     base = warnings.formatwarning
@@ -190,7 +191,7 @@ def _one_line_plugin_warnings() -> None:
         return
 
     def formatwarning(message, category, *args, **kwargs):
-        if category.__name__ == "PluginWarning":
+        if getattr(category, "one_line", False):
             return f"warning: {message}\n"
         return base(message, category, *args, **kwargs)
 

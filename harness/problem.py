@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from harness.conditioning import warn_if_ill_conditioned
 from harness.covariance import Covariance, DenseCovariance, KernelCovariance
 from harness.errors import InputError
 from harness.kernels import Kernel
@@ -188,6 +189,7 @@ class Problem:
         # of R bounds every entry of R and B (Covariance.check); R = C (K + I) C with K positive
         # semi-definite has eigenvalues >= 1, so needs no Cholesky to be known positive definite
         problem.cov.check("kernel matrix", "rescale the features")
+        warn_if_ill_conditioned(name, problem.cov)   # O(N d^2) or O(N) (harness.conditioning)
         return problem
 
     @classmethod
@@ -225,6 +227,7 @@ class Problem:
         )
         if not isinstance(R, Covariance):
             problem.chol  # noqa: B018
+        warn_if_ill_conditioned(name, R, problem.__dict__.get("chol"))
         return problem
 
     # ---- shape --------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from harness import metrics
 from harness.deadline import TimeLimitExceeded
 from harness.debugging import exception_reason
 from harness.errors import InputError
-from harness.estimate import Estimate
+from harness.estimate import ANSWERED, Estimate
 from harness.memory import peak_memory
 from harness.method import Method
 from harness.problem import Problem
@@ -135,7 +135,8 @@ def run_method(
 
 
 def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
-    """Errors against the problem's truth (exact oracle or reference), when it has one."""
+    """Errors against the problem's truth (exact oracle or reference), when it has one; for
+    unreliable runs too (their numbers are kept so that a user can see how wrong they are)."""
     truth = problem.truth
     out: dict[str, Any] = {}
     if truth is None:
@@ -146,14 +147,14 @@ def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
     if reference:
         out["true_log_marginal_likelihood_se"] = truth.log_marginal_likelihood_se
     lz = record.get("log_marginal_likelihood")
-    if record["status"] == "ok" and lz is not None:
+    if record["status"] in ANSWERED and lz is not None:
         out["abs_log_error"] = metrics.abs_log_error(lz, truth.log_marginal_likelihood)
         out["mape_percent"] = metrics.mape_percent(lz, truth.log_marginal_likelihood)
         if reference:   # an error below twice the reference's SE is not resolved by it
             out["at_reference_precision"] = metrics.at_reference_precision(
                 out["abs_log_error"], truth.log_marginal_likelihood_se)
     probs = record.get("test_probabilities")
-    if (record["status"] == "ok" and probs is not None and truth.test_probabilities is not None
+    if (record["status"] in ANSWERED and probs is not None and truth.test_probabilities is not None
             and problem.n_test):
         out["mae"] = metrics.mae(probs, truth.test_probabilities)
     return out
@@ -169,7 +170,7 @@ def point_truth(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
     return {"true_test_probabilities": _listed(truth.test_probabilities) if known else None,
             "test_probabilities_abs_error": _listed(np.abs(np.asarray(probs, float)
                                                            - truth.test_probabilities))
-            if known and record["status"] == "ok" and probs is not None else None}
+            if known and record["status"] in ANSWERED and probs is not None else None}
 
 
 def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Generator,

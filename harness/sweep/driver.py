@@ -187,7 +187,8 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
             future.release()
             outcome.statuses[record["status"]] += 1
             progress.update(record["status"])
-            if record["status"] in ("failed", "error") and outcome.statuses[record["status"]] <= 3:
+            if (record["status"] in ("failed", "error", "unreliable")
+                    and outcome.statuses[record["status"]] <= 3):
                 progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
                               f"budget {job.budget} / replicate {job.replicate}: "
                               f"{record.get('reason', '')}")

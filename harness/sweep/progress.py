@@ -1,4 +1,4 @@
-"""A one-line progress display on stderr: done / failed / remaining, rate and ETA."""
+"""A one-line progress display on stderr: done / failed / unreliable / remaining, rate, ETA."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Progress:
         self.total, self.width, self.interval = total, width, interval
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.done = self.failed = 0
+        self.done = self.failed = self.unreliable = 0
         self.start = time.monotonic()
         self._last = 0.0
         self._drawn = False
@@ -36,8 +36,9 @@ class Progress:
         filled = int(self.width * n / total) if total else self.width
         bar = "#" * filled + "." * (self.width - filled)
         elapsed = time.monotonic() - self.start
-        text = (f"[{bar}] {n}/{total} done, {self.failed} failed, {total - n} to run, "
-                f"{duration(elapsed)} elapsed")
+        text = (f"[{bar}] {n}/{total} done, {self.failed} failed, "
+                + (f"{self.unreliable} unreliable, " if self.unreliable else "")
+                + f"{total - n} to run, {duration(elapsed)} elapsed")
         if 0 < n < total:
             text += f", ETA {duration(elapsed / n * (total - n))}"
         return text
@@ -45,7 +46,9 @@ class Progress:
     def update(self, status: str | None = None, force: bool = False) -> None:
         if status is not None:
             self.done += 1
-            if status != "ok":
+            if status == "unreliable":
+                self.unreliable += 1
+            elif status != "ok":
                 self.failed += 1
         now = time.monotonic()
         if self.tty:
