@@ -42,7 +42,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from harness.errors import InputError
-from harness.estimate import Estimate
+from harness.estimate import ANSWERED, Estimate
 from harness.method import Method
 from harness.problem import Problem
 from harness.reference_data import FORMAT, fingerprint
@@ -182,7 +182,7 @@ def _precision(fields: dict[str, Any]) -> tuple[float, float]:
     """(log Z SE, largest test-probability SE) of an estimate (inf when unknown)."""
     se = fields.get("log_marginal_likelihood_se")
     pse = fields.get("test_probabilities_se")
-    lz_se = math.inf if se is None or fields.get("status") != "ok" else float(se)
+    lz_se = math.inf if se is None or fields.get("status") not in ANSWERED else float(se)
     if fields.get("test_probabilities") is None or not len(fields["test_probabilities"]):
         return lz_se, 0.0
     if pse is None or any(v is None for v in pse):
@@ -221,7 +221,7 @@ def run_rounds(runner: PartRunner, part_budget: int, parts_per_round: int,
                         "cpu_seconds": runner.cpu_seconds})
         if on_round is not None:
             on_round(history[-1])
-        if fields.get("status") != "ok":
+        if fields.get("status") not in ANSWERED:
             return fields, history, f"the estimate failed: {fields.get('reason')}"
         if all(s <= t for s, t in zip(precision, targets, strict=True)):
             return fields, history, "targets reached"
@@ -323,10 +323,10 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
     targets = (target_se, target_test_se)
     fields, history, stopped = run_rounds(runner, part_budget, parts_per_round, targets,
                                           max_budget, max_cpu_seconds, progress(ref.label()))
-    if fields.get("status") != "ok":
+    if fields.get("status") not in ANSWERED:
         raise RuntimeError(f"the reference estimate of {spec} failed: {fields.get('reason')}")
     precision = _precision(fields)
-    checks = [weights_check(fields.get("diagnostics") or {})]
+    checks = [weights_check(fields)]
     check_record = None
     if check_method:
         name = check_method_name(ref.name) if check_method == "auto" else check_method
@@ -338,7 +338,7 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
             o_runner, o_part, parts_per_round, targets, max_budget,
             CHECK_CPU_SHARE * runner.cpu_seconds, progress(f"check {other.label()}"))
         checks.insert(0, agreement_check(fields, o_fields, other.label(),
-                                         weights_check(o_fields.get("diagnostics") or {})))
+                                         weights_check(o_fields)))
         check_record = {"method": other.label(), "method_name": other.name,
                         "settings": other.get_settings(), "budget": o_runner.budget,
                         "parts": len(o_runner.parts), "cpu_seconds": o_runner.cpu_seconds,
@@ -358,7 +358,7 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
         "fingerprint": fingerprint(problem),
         "n_train": problem.n_train, "n_test": problem.n_test,
         "kernel": problem.kernel_summary(),
-        "status": "ok",
+        "status": fields["status"], "reason": fields.get("reason") or "",
         "log_marginal_likelihood": fields["log_marginal_likelihood"],
         "log_marginal_likelihood_se": fields["log_marginal_likelihood_se"],
         "test_probabilities": fields.get("test_probabilities"),
@@ -404,7 +404,7 @@ def agreement_check(ref: dict[str, Any], other: dict[str, Any], label: str,
     out: dict[str, Any] = {"name": "agreement", "method": label, "sigmas": AGREEMENT_SIGMAS}
     if other_weights is not None:
         out["check_weights_healthy"] = bool(other_weights["passed"])
-    if other.get("status") != "ok" or other.get("log_marginal_likelihood_se") is None:
+    if other.get("status") not in ANSWERED or other.get("log_marginal_likelihood_se") is None:
         return {**out, "passed": False, "reason": f"{label} gave no estimate with an SE: "
                 f"{other.get('reason') or 'no SE'}"}
     d = abs(ref["log_marginal_likelihood"] - other["log_marginal_likelihood"])
@@ -429,8 +429,11 @@ def agreement_check(ref: dict[str, Any], other: dict[str, Any], label: str,
     return {**out, "passed": bool(passed)}
 
 
-def weights_check(diagnostics: dict[str, Any]) -> dict[str, Any]:
-    """The reference's weight diagnostics are healthy (module doc)."""
+def weights_check(estimate: dict[str, Any]) -> dict[str, Any]:
+    """An estimate's weight diagnostics are healthy (module doc); an estimate the method
+    itself calls unreliable (harness.reliability) is not."""
+    diagnostics = estimate.get("diagnostics") or {}
+
     def num(key):
         v = diagnostics.get(key)
         return None if v is None else float(v)
@@ -440,6 +443,8 @@ def weights_check(diagnostics: dict[str, Any]) -> dict[str, Any]:
              "randomisations_effective": num("randomisations_effective"),
              "max_weight_share": num("max_weight_share"), "ess_fraction": num("ess_fraction")}
     failed = []
+    if estimate.get("status") == "unreliable":
+        failed.append(f"the method calls it unreliable ({estimate.get('reason')})")
     if found["weights_degenerate"] is not False:
         failed.append("weights degenerate (or not reported)")
     k, k_eff = found["randomisations"], found["randomisations_effective"]

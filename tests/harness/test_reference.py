@@ -70,11 +70,14 @@ def test_agreement_check_uses_the_combined_standard_error():
 def test_weights_check_flags_unhealthy_weights():
     good = {"weights_degenerate": False, "randomisations": 80, "randomisations_effective": 79.0,
             "max_weight_share": 1e-4, "ess_fraction": 0.5}
-    assert ref.weights_check(good)["passed"]
+    assert ref.weights_check({"status": "ok", "diagnostics": good})["passed"]
     for bad in ({"weights_degenerate": True}, {"randomisations_effective": 30.0},
                 {"max_weight_share": 0.2}, {"ess_fraction": 1e-5}, {"ess_fraction": None}):
-        out = ref.weights_check({**good, **bad})
+        out = ref.weights_check({"status": "ok", "diagnostics": {**good, **bad}})
         assert not out["passed"] and out["reason"]
+    out = ref.weights_check({"status": "unreliable", "reason": "weights degenerate: ...",
+                             "diagnostics": good})
+    assert not out["passed"] and "unreliable" in out["reason"]
 
 
 def test_only_unbiased_splitting_methods_give_references():
