@@ -266,3 +266,23 @@ def test_a_shipped_reference_is_valid_and_matches_its_preset(name):
     assert p.truth.log_marginal_likelihood == record["log_marginal_likelihood"]
     assert len(p.truth.test_probabilities) == p.n_test == len(p.truth.test_probabilities_se)
     make_problem.cache_clear()
+
+
+def test_a_shipped_reference_is_reproduced_bit_for_bit():
+    """Rerunning the procedure with the shipped record's settings gives its numbers exactly
+    (if a change to the methods breaks this, recompute the references: sweeps/references.sh)."""
+    from harness.reference import compute_reference
+
+    [shipped] = rd.shipped("gauss-p5")
+    t = shipped["targets"]
+    r = compute_reference("gauss-p5", shipped["method_name"], shipped["settings"],
+                          max_budget=t["max_budget"],
+                          budget_per_round=shipped["part_budget"] * shipped["parts_per_round"],
+                          parts_per_round=shipped["parts_per_round"],
+                          target_se=t["log_marginal_likelihood_se"],
+                          target_test_se=t["test_probabilities_se"],
+                          max_cpu_seconds=t["max_cpu_seconds"], check_method=None,
+                          seed=shipped["seed"])
+    for field in ("log_marginal_likelihood", "log_marginal_likelihood_se",
+                  "test_probabilities", "test_probabilities_se", "budget", "key"):
+        assert r[field] == shipped[field], field
