@@ -165,6 +165,8 @@ class DaskProcesses:
             return len(client.scheduler_info(n_workers=-1)["workers"])
 
     def wait_for_workers(self, n: int) -> None:
+        if n < 1:
+            return
         with self.client() as client:
             client.wait_for_workers(n, timeout=STARTUP_TIMEOUT)
 
