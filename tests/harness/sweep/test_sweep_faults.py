@@ -273,3 +273,44 @@ def test_a_lost_scheduler_is_one_line(tmp_path, sweep_process):
         assert set(job_log(store).values()) == {1}
     finally:
         cluster.close()
+
+
+def test_the_progress_line_shows_the_wait(monkeypatch):
+    import io
+
+    from harness.sweep import progress as progress_module
+    from harness.sweep.progress import Progress
+
+    now = [100.0]
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: now[0])
+    log = io.StringIO()                                   # not a terminal: lines
+    p = Progress(10, log, interval=10.0)
+    p.update("ok", force=True)
+    p.tick()                                              # nothing new: no line
+    assert log.getvalue().count("\n") == 1
+    p.tick("waiting for workers: none for 0s")            # appears: a line at once
+    now[0] += 3
+    p.tick("waiting for workers: none for 3s")            # within the interval: none
+    now[0] += 10
+    p.tick("waiting for workers: none for 13s")           # every interval while it stays
+    p.tick()                                              # gone: a line at once
+    lines = log.getvalue().splitlines()
+    assert [line.split("; ")[-1] for line in lines[1:]] == [
+        "waiting for workers: none for 0s", "waiting for workers: none for 13s",
+        lines[-1].split("; ")[-1]]
+    assert "ETA" not in lines[1] and "waiting" not in lines[-1]
+    assert lines[-1].startswith("[##......................] 1/10 done, 0 failed, 9 to run, 13s")
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    t = Progress(10, term)
+    t.tick("waiting for workers: none for 0s")            # redrawn in place
+    now[0] += 0.5
+    t.tick("waiting for workers: none for 0s")            # < 1 s: not redrawn
+    now[0] += 1
+    t.tick("waiting for workers: none for 2s")            # the elapsed time stays current
+    assert term.getvalue().count("\r") == 2
+    assert term.getvalue().endswith("2s elapsed; waiting for workers: none for 2s\x1b[K")
