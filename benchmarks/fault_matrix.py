@@ -99,6 +99,7 @@ budgets = [20, 1000]
 FIELDS = ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",
           "test_probabilities", "diagnostics")
 WAIT = 300.0          # seconds any one command may take
+DISK_KIB = 384        # the full disk's tmpfs: fills part-way (the store's write-ahead log grows)
 
 
 @dataclass
@@ -141,20 +142,21 @@ class Matrix:
                       str(store), "--no-report", "--no-workers-timeout", "60", *args],
                      log, self.root)
 
-    def sweep(self, log: Path, sweep_file: Path, store: Path, *args: str) -> int:
+    def sweep(self, log: Path, sweep_file: Path, store: Path, *args: str) -> int | None:
         proc = self.start(log, sweep_file, store, *args)
         return finish(proc)
 
-    def command(self, log: Path, *args: str) -> int:
+    def command(self, log: Path, *args: str) -> int | None:
         return finish(spawn([sys.executable, "-m", "harness", *args], log, self.root))
 
 
-def finish(proc: subprocess.Popen, timeout: float = WAIT) -> int:
+def finish(proc: subprocess.Popen, timeout: float = WAIT) -> int | None:
+    """The exit status of a command, or None (stopped: it hung for `timeout` seconds)."""
     try:
         return proc.wait(timeout)
     except subprocess.TimeoutExpired:
         stop(proc)
-        return -1     # shown as "hung"
+        return None
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 120.0) -> bool:
@@ -207,15 +209,16 @@ def identical(store: Path, clean: dict[str, tuple]) -> str:
     return "yes" if differ == 0 else f"no ({differ} differ)"
 
 
-def outcome(rc: int, log: Path, label: str = "") -> str:
+def outcome(rc: int | None, log: Path, label: str = "") -> str:
     text = log.read_text(errors="replace") if log.exists() else ""
-    status = "hung" if rc == -1 else f"exit {rc}"
+    status = (f"hung ({WAIT:.0f} s)" if rc is None else
+              f"killed ({signal.Signals(-rc).name})" if rc < 0 else f"exit {rc}")
     notes = [f"{label}{status}"]
     if "Traceback" in text:
         notes.append("traceback")
     errors = [line for line in text.splitlines() if line.startswith("error:")]
     if errors:
-        notes.append(errors[-1][len("error: "):][:70])
+        notes.append(errors[-1][len("error: "):][:100])
     return ", ".join(notes)
 
 
@@ -340,7 +343,8 @@ def full_disk(m: Matrix) -> Row:
         return Row("full disk", "skipped: a small tmpfs needs root")
     folder = m.folder("full-disk")
     disk = m.folder("full-disk/tmpfs")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(disk)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_KIB}k", "tmpfs",
+                              str(disk)],
                              capture_output=True)
     if mounted.returncode != 0:
         return Row("full disk", f"skipped: mount failed ({mounted.stderr.decode().strip()})")
@@ -351,7 +355,7 @@ def full_disk(m: Matrix) -> Row:
         after = kept(store)
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
         rc2 = m.sweep(folder / "resume.log", m.sweep_file, store, "--scheduler", address)
-        return Row("full disk (160 KiB tmpfs)", outcome(rc, folder / "run.log") + "; "
+        return Row(f"full disk ({DISK_KIB} KiB tmpfs)", outcome(rc, folder / "run.log") + "; "
                    + outcome(rc2, folder / "resume.log", "after freeing: "), after,
                    duplicates(store), identical(store, m.clean))
     finally:
@@ -389,7 +393,7 @@ def corrupted_store(m: Matrix, kind: str) -> Row:
                + outcome(rc2, folder / "sweep.log", "sweep ")
                + (f" ({plan[0]})" if plan else "")
                + ("; file modified" if changed else "; file untouched"),
-               kept(store), duplicates(store), "-")
+               "-", duplicates(store), "-")
 
 
 def limit_run(m: Matrix, name: str, sweep_file: Path, args: list[str],
