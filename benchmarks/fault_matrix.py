@@ -31,6 +31,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -217,8 +218,8 @@ def outcome(rc: int | None, log: Path, label: str = "") -> str:
     if "Traceback" in text:
         notes.append("traceback")
     errors = [line for line in text.splitlines() if line.startswith("error:")]
-    if errors:
-        notes.append(errors[-1][len("error: "):][:100])
+    if errors:   # the last error line, addresses shortened
+        notes.append(re.sub(r"(tcp|tls)://[0-9.:]+", "ADDR", errors[-1][len("error: "):])[:120])
     return ", ".join(notes)
 
 
