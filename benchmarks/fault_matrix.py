@@ -218,8 +218,9 @@ def outcome(rc: int | None, log: Path, label: str = "") -> str:
     if "Traceback" in text:
         notes.append("traceback")
     errors = [line for line in text.splitlines() if line.startswith("error:")]
-    if errors:   # the last error line, addresses shortened
-        notes.append(re.sub(r"(tcp|tls)://[0-9.:]+", "ADDR", errors[-1][len("error: "):])[:120])
+    if errors:   # the last error line, addresses and this run's folder shortened
+        line = re.sub(r"(tcp|tls)://[0-9.:]+", "ADDR", errors[-1][len("error: "):])
+        notes.append(re.sub(r"/\S*/fault-matrix-[^/\s]+/", "", line)[:120])
     return ", ".join(notes)
 
 
