@@ -41,6 +41,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,7 +174,7 @@ def wait_until(condition: Callable[[], object], timeout: float = 120.0) -> bool:
 def read_results(store: Path) -> dict[str, tuple]:
     """{job_id: (FIELDS...)} of a store, read-only; {} if it cannot be read."""
     try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10) as db:
+        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)) as db:
             rows = db.execute("SELECT job_id, record FROM jobs").fetchall()
     except sqlite3.Error:
         return {}
@@ -184,7 +185,7 @@ def read_results(store: Path) -> dict[str, tuple]:
 def stored_counts(store: Path) -> Counter:
     """How many times each job was stored (the job_log)."""
     try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10) as db:
+        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)) as db:
             return Counter(r[0] for r in db.execute("SELECT job_id FROM job_log"))
     except sqlite3.Error:
         return Counter()
@@ -361,7 +362,9 @@ def full_disk(m: Matrix) -> Row:
                    + outcome(rc2, folder / "resume.log", "after freeing: "), after,
                    duplicates(store), identical(store, m.clean))
     finally:
-        subprocess.run(["umount", str(disk)], capture_output=True)
+        unmounted = subprocess.run(["umount", str(disk)], capture_output=True)
+        if unmounted.returncode != 0:
+            print(f"warning: could not unmount {disk}: {unmounted.stderr.decode().strip()}")
 
 
 def corrupt(kind: str, path: Path) -> None:
@@ -407,7 +410,7 @@ def limit_run(m: Matrix, name: str, sweep_file: Path, args: list[str],
     for i in (1, 2):
         store = folder / f"s{i}.sqlite"
         rc = m.sweep(folder / f"run{i}.log", sweep_file, store, *args)
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
             records = [json.loads(r[0]) for r in db.execute("SELECT record FROM jobs")]
         runs.append((rc, store, records))
     rc, store, records = runs[0]
