@@ -8,6 +8,9 @@ A sweep file (see sweeps/quick.toml)::
     replicates = 3                        # independent runs per problem × method × budget
     time_limit = 60                       # CPU seconds per job (cooperative); optional
     memory_limit = "8GB"                  # a worker's memory; optional (default: the cluster's)
+    no_workers_timeout = 300              # seconds without any worker before the sweep gives up
+    worker_ttl = 120                      # seconds: a silent worker of the local cluster is
+                                          # restarted and its jobs move (harness.sweep.cluster)
     budgets = [1000, 10000]               # or a log-spaced range:
     # budgets = { start = 1e3, stop = 1e5, num = 5 }
     every_method = true                   # also run every registered method not listed below
@@ -59,7 +62,8 @@ from harness.spec import names_file, split_spec
 from harness.sweep.tune import check_tune, parse_tune
 
 TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "memory_limit", "budgets",
-            "every_method", "problems", "methods", "output", "kind", "tune")
+            "every_method", "problems", "methods", "output", "kind", "tune",
+            "no_workers_timeout", "worker_ttl")
 OUTPUT_KEYS = ("store", "report")
 RANGE_KEYS = ("start", "stop", "num")
 PROBLEM_KINDS = ("family", "preset", "file", "spec")
@@ -111,6 +115,8 @@ class Sweep:
     kind: str = "estimate"     # or "tune" (harness.sweep.tune)
     tune: Any = None           # harness.sweep.tune.TuneSettings when kind == "tune"
     memory_limit: int | None = None   # bytes per worker (the file's memory_limit), if given
+    no_workers_timeout: float | None = None   # seconds; None: the default (harness.sweep.cluster)
+    worker_ttl: float | None = None   # seconds; None: the default (harness.sweep.cluster)
 
     def describe(self) -> dict[str, Any]:
         """Plain summary of the sweep (for the store's metadata)."""
@@ -178,6 +184,18 @@ def _int(w: _Where, key: str, value: Any, minimum: int) -> int:
     if value < minimum:
         raise w.error(key, f"must be >= {minimum}, got {value!r}")
     return int(value)
+
+
+def _seconds(w: _Where, key: str, value: Any, what: str = "seconds",
+             example: int = 60) -> float | None:
+    """An optional positive, finite number of seconds (None if the key is absent)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and value > 0):
+        raise w.error(key, f"must be a positive number of {what}, got {value!r}",
+                      f"write e.g. {key} = {example}, or leave it out")
+    return float(value)
 
 
 def _typed(w: _Where, key: str, value: Any, default: Any) -> Any:
@@ -559,13 +577,10 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
         raise w.error("description", "must be a string")
     seed = _int(w, "seed", raw.get("seed", 0), minimum=0)
     replicates = _int(w, "replicates", raw.get("replicates", 1), minimum=1)
-    time_limit = raw.get("time_limit")
-    if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not (
-                math.isfinite(time_limit) and time_limit > 0):
-            raise w.error("time_limit", f"must be a positive number of CPU seconds, got "
-                          f"{time_limit!r}", "write e.g. time_limit = 60, or leave it out")
-        time_limit = float(time_limit)
+    time_limit = _seconds(w, "time_limit", raw.get("time_limit"), "CPU seconds")
+    no_workers_timeout = _seconds(w, "no_workers_timeout", raw.get("no_workers_timeout"),
+                                  example=300)
+    worker_ttl = _seconds(w, "worker_ttl", raw.get("worker_ttl"), example=120)
     memory_limit = raw.get("memory_limit")
     if memory_limit is not None:
         from harness.footprint import parse_bytes
@@ -599,7 +614,8 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     else:
         problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
     sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
-                  methods, store, report, raw, kind, tune, memory_limit)
+                  methods, store, report, raw, kind, tune, memory_limit, no_workers_timeout,
+                  worker_ttl)
     if build:
         check_jobs(w, problems, methods)
         if tune is not None:
