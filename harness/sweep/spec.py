@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
+from harness.seeding import MAX_SEED
 from harness.spec import names_file, split_spec
 from harness.sweep.tune import check_tune, parse_tune
 
@@ -156,6 +157,10 @@ class _Where:
         """An InputError from the harness (field: message (fix)) re-attributed to a key."""
         return InputError(f"{self.path}: {key}", str(exc))
 
+    def own(self, key: str, exc: InputError) -> InputError:
+        """An InputError raised for `key` (its field) re-attributed to the file's `key`."""
+        return InputError(f"{self.path}: {key}", str(exc).removeprefix(f"{exc.field}: "))
+
 
 def _unknown_key_fix(key: str, valid, noun: str = "keys") -> str:
     close = difflib.get_close_matches(key, list(valid), n=1)
@@ -170,30 +175,53 @@ def _check_keys(w: _Where, prefix: str, table: dict, valid) -> None:
             raise w.error(where, "unknown key", _unknown_key_fix(key, valid))
 
 
-def _int(w: _Where, key: str, value: Any, minimum: int) -> int:
+def _int(w: _Where, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or (
             isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
-        raise w.error(key, f"must be an integer, got {value!r}",
+        raise w.error(key, f"must be an integer, got {_short(value)}",
                       f"write e.g. {key.split('.')[-1]} = {max(minimum, 0)}")
     if value < minimum:
         raise w.error(key, f"must be >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise w.error(key, f"must be <= {maximum}, got {value!r}")
     return int(value)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters (a message stays one readable line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _budget(w: _Where, key: str, value: Any) -> int:
+    """One budget: a positive integer of at most MAX_BUDGET."""
+    from harness.method import check_budget
+
+    try:
+        return check_budget(key, _int(w, key, value, minimum=1))
+    except InputError as exc:
+        raise w.own(key, exc) from None
 
 
 def _typed(w: _Where, key: str, value: Any, default: Any) -> Any:
     """A TOML value checked against the type of the setting's default."""
     if isinstance(value, dict | list):
-        raise w.error(key, f"must be a single value, got {value!r}")
+        raise w.error(key, f"must be a single value, got {_short(value)}")
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise w.error(key, f"must be true or false, got {value!r}")
         return value
-    if isinstance(default, int):
-        return _int(w, key, value, minimum=-(2**63))
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise w.error(key, f"must be a number, got {value!r}")
-        return float(value)
+    if isinstance(default, int | float):
+        from harness.method import check_number
+
+        if isinstance(default, int):
+            value = _int(w, key, value, minimum=-(2**63))
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise w.error(key, f"must be a number, got {_short(value)}")
+        try:
+            return type(default)(check_number(key, value))
+        except InputError as exc:
+            raise w.own(key, exc) from None
     if isinstance(default, str) and not isinstance(value, str):
         raise w.error(key, f"must be a string, got {value!r}",
                       f'write {key.split(".")[-1]} = "..."')
@@ -228,21 +256,21 @@ def parse_budgets(w: _Where, key: str, value: Any) -> tuple[int, ...]:
     if isinstance(value, list):
         if not value:
             raise w.error(key, "is empty", "give at least one budget, e.g. budgets = [10000]")
-        budgets = [_int(w, f"{key}[{i}]", v, minimum=1) for i, v in enumerate(value)]
+        budgets = [_budget(w, f"{key}[{i}]", v) for i, v in enumerate(value)]
     elif isinstance(value, dict):
         _check_keys(w, key, value, RANGE_KEYS)
         missing = [k for k in RANGE_KEYS if k not in value]
         if missing:
             raise w.error(key, f"a range needs {', '.join(missing)}",
                           f"write {key} = {{ start = 1e3, stop = 1e5, num = 5 }}")
-        start = _int(w, f"{key}.start", value["start"], minimum=1)
-        stop = _int(w, f"{key}.stop", value["stop"], minimum=1)
-        num = _int(w, f"{key}.num", value["num"], minimum=1)
+        start = _budget(w, f"{key}.start", value["start"])
+        stop = _budget(w, f"{key}.stop", value["stop"])
+        num = _int(w, f"{key}.num", value["num"], minimum=1, maximum=1000)
         if stop < start:
             raise w.error(key, f"stop ({stop}) is smaller than start ({start})")
         budgets = [start] if num == 1 else [int(round(b)) for b in np.geomspace(start, stop, num)]
     else:
-        raise w.error(key, f"must be a list of integers or a range table, got {value!r}",
+        raise w.error(key, f"must be a list of integers or a range table, got {_short(value)}",
                       "write budgets = [1000, 10000] or "
                       "budgets = { start = 1e3, stop = 1e5, num = 3 }")
     return tuple(sorted(set(budgets)))
@@ -549,6 +577,9 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise w.error("", f"is not valid TOML ({exc})", "fix the syntax at that line") from None
+    except RecursionError:   # tomllib parses nested arrays and tables recursively
+        raise w.error("", "nests arrays or tables too deeply to be read",
+                      "a sweep file needs at most two levels (a list of tables)") from None
     _check_keys(w, "", raw, TOP_KEYS)
     default_name = Path(path).stem if path != "<sweep>" else "sweep"
     name = raw.get("name", default_name)
@@ -557,7 +588,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise w.error("description", "must be a string")
-    seed = _int(w, "seed", raw.get("seed", 0), minimum=0)
+    seed = _int(w, "seed", raw.get("seed", 0), minimum=0, maximum=MAX_SEED)
     replicates = _int(w, "replicates", raw.get("replicates", 1), minimum=1)
     time_limit = raw.get("time_limit")
     if time_limit is not None:
