@@ -164,6 +164,13 @@ def check_budget(field: str, budget: int) -> int:
     return budget
 
 
+def check_work(field: str, units: int, what: str, fix: str) -> None:
+    """An InputError when a job's work (`units` of `what`, e.g. sampler transitions: the budget
+    times what settings multiply it by) is beyond what a job can run, MAX_BUDGET."""
+    if units > MAX_BUDGET:
+        raise InputError(field, f"{units:.3g} {what} are more than a job can run, 1e9", fix)
+
+
 def check_number(field: str, value: int | float) -> int | float:
     """`value` if it is finite with magnitude at most MAX_MAGNITUDE, else an InputError: no
     setting or problem parameter means anything at inf, NaN or beyond 2^53."""

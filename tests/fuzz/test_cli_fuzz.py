@@ -10,7 +10,10 @@ cases every time (FUZZ_CASES below says how many).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 
 import numpy as np
 import pytest
@@ -18,18 +21,35 @@ from cli_driver import assert_clean, cli
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from harness.cli import main
 from harness.registry import methods, problem_families
 
 EXAMPLES = {"spec": 120, "settings": 120, "budget": 60, "sweep": 120, "npz": 100, "csv": 50}
 FUZZ_CASES = sum(EXAMPLES.values())
 
-pytestmark = pytest.mark.usefixtures("one_blas_thread")
+pytestmark = pytest.mark.usefixtures("one_blas_thread", "compiled")
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """Every method run once on a tiny problem first, outside the per-case time bound: the
+    bound is about what the inputs do, not about numba loading or compiling its kernels."""
+    for name, cls in methods().items():
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["run", "--problem", TINY["orthant" if cls.handles_orthant else "gpc"],
+                  "--method", name, "--budget", "20"])
 
 
 def fuzz_settings(name: str):
-    """Reproducible (derandomised, no example database) and bounded by our own alarm."""
-    return settings(max_examples=EXAMPLES[name], derandomize=True, database=None, deadline=None,
-                    suppress_health_check=list(HealthCheck), print_blob=False)
+    """Reproducible (derandomised, no example database) and bounded by our own alarm.
+
+    GPC_FUZZ_SCALE=k (environment) tries k times as many cases, randomly (a longer search on
+    demand, e.g. before a release: `GPC_FUZZ_SCALE=20 pytest tests/fuzz`).
+    """
+    scale = int(os.environ.get("GPC_FUZZ_SCALE", "0"))
+    return settings(max_examples=EXAMPLES[name] * max(scale, 1), derandomize=not scale,
+                    database=None, deadline=None, suppress_health_check=list(HealthCheck),
+                    print_blob=bool(scale))
 
 
 def run_case(*argv: str) -> tuple[int, str, str]:
@@ -52,7 +72,8 @@ def run_case(*argv: str) -> tuple[int, str, str]:
 EDGE_VALUES = ["9223372036854775807", "-9223372036854775808", "18446744073709551616", "1e308",
                "-1e308", "1e30", "inf", "-inf", "nan", "NaN", "-0", "0", "-0.0", "1", "2", "3",
                "-1", "0.5", "1e-320", "5e-324", "true", "false", "yes", "1_000", "0x10", "1e3",
-               "abc", "ünïcødé", "𝟙𝟚", " 7 ", "\t", "1.5", "999999999999", "2e9", "1e10"]
+               "abc", "ünïcødé", "𝟙𝟚", " 7 ", "\t", "1.5", "999999999999", "2e9", "1e10",
+               "9007199254740992", "9007199254740993", "4294967296", "1e-300"]
 value = st.one_of(st.sampled_from(EDGE_VALUES),
                   st.integers(-3, 12).map(str),
                   st.text(st.characters(blacklist_characters=",=:\x00"), max_size=8))
@@ -112,15 +133,17 @@ def test_method_settings(data):
 
 @fuzz_settings("budget")
 @given(text=budget, method=st.sampled_from(sorted(methods())), seed=st.sampled_from(
-    ["0", "1", "-1", "9223372036854775807", "1e300", "x"]))
-def test_budgets(text, method, seed):
+    ["0", "1", "-1", "9223372036854775807", "1e300", "x"]), memory=st.sampled_from(
+    [None, "8GB", "512 MiB", "1e400GB", "0", "-1GB", "1e-9", "inf", "nan", "x", "1e30"]))
+def test_budgets(text, method, seed, memory):
     problem = TINY["orthant" if methods()[method].handles_orthant else "gpc"]
     try:
         small = 0 < float(text) <= 300
     except ValueError:
         small = False
+    limit = () if memory is None else (f"--memory-limit={memory}",)
     code, out, err = run_case("--problem", problem, "--method", method, f"--budget={text}",
-                              f"--seed={seed}")
+                              f"--seed={seed}", *limit)
     if not small:
         assert code == 2, (text, out)
 
@@ -150,31 +173,57 @@ def toml(value) -> str:
     return "{" + ", ".join(f"{json.dumps(k)} = {toml(v)}" for k, v in value.items()) + "}"
 
 
+VALID_SWEEP = {"budgets": [10, 20], "problems": ["onefactor:n=5", "linear1d:n_train=6,n_test=2"],
+               "replicates": 1}
+edge_scalar = st.sampled_from([float("inf"), float("-inf"), float("nan"), 1e308, -1.0, 0, 0.5,
+                               2**63 - 1, -(2**63), 2**53 + 1, 10**6, "", "x", True, [], {}])
+
+
+def mutate(draw, value):
+    """A value of the same shape with one part replaced (or the whole)."""
+    if isinstance(value, list) and value and draw(st.booleans()):
+        i = draw(st.integers(0, len(value) - 1))
+        return value[:i] + [mutate(draw, value[i])] + value[i + 1:]
+    if isinstance(value, str) and ":" in value and draw(st.booleans()):
+        return draw(problem_spec())
+    return draw(st.one_of(edge_scalar, toml_value))
+
+
 @st.composite
 def sweep_text(draw) -> str:
-    kind = draw(st.sampled_from(["valid-ish", "valid-ish", "valid-ish", "nested", "junk"]))
+    """A sweep file: a valid one with a few parts replaced (mostly), deep nesting, or junk."""
+    kind = draw(st.sampled_from(["mutated"] * 6 + ["nested", "junk"]))
     if kind == "nested":
         depth = draw(st.sampled_from([50, 500, 2000, 5000]))
         key = draw(st.sampled_from(["budgets", "problems", "seed", "x"]))
-        return f"{key} = " + "[" * depth + "1" + "]" * depth + "\n"
+        opener, closer = draw(st.sampled_from([("[", "]"), ("{a = ", "}")]))
+        return f"{key} = " + opener * depth + "1" + closer * depth + "\n"
     if kind == "junk":
         return draw(st.text(max_size=60))
-    top = {"budgets": st.one_of(st.lists(budget.map(lambda b: b.strip()).filter(
-                                    lambda b: b.lstrip("-").isdigit()).map(int), max_size=3),
-                                toml_value),
-           "problems": st.one_of(st.lists(problem_spec(), min_size=1, max_size=2), toml_value),
-           "seed": toml_value, "replicates": toml_value, "time_limit": toml_value,
-           "memory_limit": toml_value, "name": toml_value, "every_method": toml_value}
-    lines = []
-    for key, strategy in top.items():
-        if draw(st.booleans()) or key in ("budgets", "problems"):
-            lines.append(f"{key} = {toml(draw(strategy))}")
+    top = dict(VALID_SWEEP)
     registry = methods()
-    for name in draw(st.lists(st.sampled_from(sorted(registry)), max_size=2, unique=True)):
+    chosen = draw(st.lists(st.sampled_from(sorted(registry)), min_size=1, max_size=2,
+                           unique=True))
+    tables = {name: {} for name in chosen}
+    for _ in range(draw(st.integers(0, 3))):
+        where = draw(st.sampled_from(["top", "top", "setting", "setting", "new top"]))
+        if where == "top":
+            key = draw(st.sampled_from(sorted(top)))
+            top[key] = mutate(draw, top[key])
+        elif where == "new top":
+            key = draw(st.sampled_from(["seed", "time_limit", "memory_limit", "name",
+                                        "every_method", "description", "kind", "bogus"]))
+            top[key] = draw(st.one_of(edge_scalar, toml_value))
+        else:
+            name = draw(st.sampled_from(chosen))
+            key = draw(st.sampled_from(sorted(registry[name].setting_defaults())
+                                       + ["budgets", "bogus"]))
+            tables[name][key] = draw(st.one_of(edge_scalar, toml_value,
+                                               st.lists(edge_scalar, max_size=2)))
+    lines = [f"{k} = {toml(v)}" for k, v in top.items()]
+    for name, table in tables.items():
         lines.append(f'[methods."{name}"]')
-        keys = sorted(registry[name].setting_defaults()) + ["budgets", "bogus"]
-        for key in draw(st.lists(st.sampled_from(keys), max_size=2, unique=True)):
-            lines.append(f"{key} = {toml(draw(toml_value))}")
+        lines += [f"{k} = {toml(v)}" for k, v in table.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -253,17 +302,24 @@ def test_npz_files(arrays, spec_options, tmp_path_factory):
 
 
 csv_cell = st.one_of(st.sampled_from(["1", "-1", "0", "nan", "inf", "1e308", "", "x", "train",
-                                      "test", "TEST", '"', "1,2"]), st.text(max_size=4))
+                                      "test", "TEST", '"', "1,2", "0.5"]), st.text(max_size=4))
+VALID_CSV = [["x", "z", "y", "split"], ["0.1", "1", "1", "train"], ["-0.3", "0", "-1", "train"],
+             ["0.7", "2", "1", "train"], ["-1.2", "1", "-1", "train"], ["0.2", "0", "1", "test"]]
 
 
 @fuzz_settings("csv")
-@given(header=st.lists(st.sampled_from(["x", "y", "split", "z", "", "y"]), min_size=0,
-                       max_size=4),
-       rows=st.lists(st.lists(csv_cell, max_size=5), max_size=6),
-       junk=st.text(max_size=20))
-def test_csv_files(header, rows, junk, tmp_path_factory):
+@given(data=st.data(), option=st.sampled_from(["", ":label=z", ":label=q", ":kernel=linear",
+                                               ":alpha=0", ":order=shuffle,seed=3"]))
+def test_csv_files(data, option, tmp_path_factory):
+    rows = [list(r) for r in VALID_CSV]
+    if data.draw(st.booleans(), "junk"):
+        rows = data.draw(st.lists(st.lists(csv_cell, max_size=5), max_size=6), "rows")
+    for _ in range(data.draw(st.integers(0, 3), "mutations")):
+        if rows:
+            row = rows[data.draw(st.integers(0, len(rows) - 1))]
+            if row:
+                row[data.draw(st.integers(0, len(row) - 1))] = data.draw(csv_cell)
     path = tmp_path_factory.mktemp("csv") / "p.csv"
-    path.write_text("\n".join([",".join(header)] + [",".join(r) for r in rows] + [junk]),
-                    encoding="utf-8")
-    run_case("--problem", str(path), "--method", "sov", "--budget", "20")
+    path.write_text("\n".join(",".join(r) for r in rows), encoding="utf-8")
+    run_case("--problem", f"{path}{option}", "--method", "sov", "--budget", "20")
 

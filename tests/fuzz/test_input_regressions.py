@@ -97,6 +97,22 @@ def test_an_unrunnable_budget_is_refused_with_the_limit(tmp_path):
     assert "budgets.stop" in line and "1e9" in line
 
 
+@pytest.mark.parametrize("method, setting, words", [
+    ("ess", "skip=4294967296", "sampler steps ((budget + burn_in + ais_runs (T - 2)) x skip)"),
+    ("hmc", "leapfrog_steps=100000000", "x skip x leapfrog_steps)"),
+    ("ess", "temperatures=100000000", "sampler steps"),
+    ("emcee", "walkers=100000000", "walker moves (walkers x budget)")])
+def test_settings_that_multiply_the_work_beyond_any_job_are_refused(method, setting, words):
+    line = refused("run", "--problem", "linear1d:n_train=6,n_test=2", "--method", method,
+                   "--budget", "30", "--set", setting, "--memory-limit=1TB")
+    assert words in line and "more than a job can run, 1e9" in line
+
+
+def test_the_work_bound_leaves_the_papers_jobs_alone():
+    for name in ("ess", "hmc", "emcee"):   # GPML's defaults at the paper's budget, N = 400
+        get_method(name)().check_job(200, 400)
+
+
 # ---- the limits themselves ---------------------------------------------------------------------
 def test_the_largest_budget_runs_and_one_more_is_refused():
     assert check_budget("b", MAX_BUDGET) == MAX_BUDGET
@@ -133,6 +149,12 @@ def test_integers_are_read_exactly_and_bounded():
         coerce_setting("s", "1.5", 0)
     assert refused("run", *SOV_TINY, "--budget", "10", "--seed", "1e300").endswith(
         "must be <= 9223372036854775807, got 1e300")
+
+
+@pytest.mark.parametrize("limit", ["1e400GB", "0.0000001"])
+def test_a_memory_limit_that_is_infinite_or_below_a_byte_is_refused(limit):
+    assert "--memory-limit: is not an amount of memory" in refused(
+        "run", *SOV_TINY, "--budget", "10", f"--memory-limit={limit}")
 
 
 def test_a_multi_line_message_is_printed_as_one_line(monkeypatch):
