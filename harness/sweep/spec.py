@@ -66,6 +66,7 @@ RANGE_KEYS = ("start", "stop", "num")
 PROBLEM_KINDS = ("family", "preset", "file", "spec")
 RESERVED_METHOD_KEYS = ("budgets",)
 MAX_JOBS = 1_000_000
+MAX_GRID = 1_000   # problems, and method instances, of one sweep (bundled sweeps: at most 54)
 
 
 @dataclass(frozen=True)
@@ -228,10 +229,19 @@ def _typed(w: _Where, key: str, value: Any, default: Any) -> Any:
     return value
 
 
-def _grid(table: dict[str, Any]) -> list[dict[str, Any]]:
-    """{'a': [1, 2], 'b': 3} -> [{'a': 1, 'b': 3}, {'a': 2, 'b': 3}] (first key outermost)."""
+def _grid(w: _Where, where: str, table: dict[str, Any], have: int, noun: str
+          ) -> list[dict[str, Any]]:
+    """{'a': [1, 2], 'b': 3} -> [{'a': 1, 'b': 3}, {'a': 2, 'b': 3}] (first key outermost).
+
+    `have` {noun}s are already listed; more than MAX_GRID in all is refused before the grid is
+    built (each problem is built on the client to check it, each method instance made)."""
     keys = list(table)
     axes = [table[k] if isinstance(table[k], list) else [table[k]] for k in keys]
+    size = math.prod(len(a) for a in axes)
+    if have + size > MAX_GRID:
+        raise w.error(where, f"makes {have + size:,} {noun}s with those before it, more than "
+                      f"a sweep checks and runs ({MAX_GRID:,})",
+                      "use shorter lists, or split the sweep into several files")
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
@@ -331,6 +341,9 @@ def expand_problems(w: _Where, value: Any, base: Path | None = None) -> list[tup
     if not isinstance(value, list) or not value:
         raise w.error("problems", "must be a non-empty list",
                       'write problems = ["onefactor:n=50", "linear1d-p1"]')
+    if len(value) > MAX_GRID:
+        raise w.error("problems", f"lists {len(value):,} problems, more than a sweep checks and "
+                      f"runs ({MAX_GRID:,})", "split the sweep into several files")
     out: list[tuple[str, str]] = []
     for i, item in enumerate(value):
         where = f"problems[{i}]"
@@ -376,7 +389,7 @@ def expand_problems(w: _Where, value: Any, base: Path | None = None) -> list[tup
                 if isinstance(v, dict) or (isinstance(v, list)
                                            and any(isinstance(x, dict | list) for x in v)):
                     raise w.error(f"{where}.{k}", "must be a value or a list of values")
-            for combo in _grid(params):
+            for combo in _grid(w, where, params, len(out), "problem"):
                 out.append((canonical_problem(w, where, head.strip(), combo, base), where))
         else:
             raise w.error(where, f"must be a spec string or a table, got {item!r}",
@@ -541,7 +554,7 @@ def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
                                        for x in values]
         if own_budgets is None:
             raise w.error("budgets", "missing", "write budgets = [1000, 10000] (or per method)")
-        for combo in _grid(settings_table):
+        for combo in _grid(w, where, settings_table, len(instances), "method instance"):
             try:
                 method = cls.from_settings(combo)
             except InputError as exc:

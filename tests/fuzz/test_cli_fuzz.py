@@ -191,8 +191,9 @@ def mutate(draw, value):
 
 @st.composite
 def sweep_text(draw) -> str:
-    """A sweep file: a valid one with a few parts replaced (mostly), deep nesting, or junk."""
-    kind = draw(st.sampled_from(["mutated"] * 6 + ["nested", "junk"]))
+    """A sweep file: a valid one with a few parts replaced (mostly), deep nesting, grids that
+    multiply, or junk."""
+    kind = draw(st.sampled_from(["mutated"] * 6 + ["nested", "junk", "grid"]))
     if kind == "nested":
         depth = draw(st.sampled_from([50, 500, 2000, 5000]))
         key = draw(st.sampled_from(["budgets", "problems", "seed", "x"]))
@@ -200,6 +201,20 @@ def sweep_text(draw) -> str:
         return f"{key} = " + opener * depth + "1" + closer * depth + "\n"
     if kind == "junk":
         return draw(st.text(max_size=60))
+    if kind == "grid":   # lists that multiply: refused before the grid is built, or small
+        lengths = draw(st.lists(st.sampled_from([1, 2, 40, 1000, 5000]), min_size=2, max_size=3))
+        keys = ["seed", "dmin", "dmax"][:len(lengths)]
+        values = {"seed": range, "dmin": lambda k: [-0.5 + i / (4 * k) for i in range(k)],
+                  "dmax": lambda k: [0.5 + i / (4 * k) for i in range(k)]}
+        table = ", ".join(f"{key} = {toml(list(values[key](k)))}"
+                          for key, k in zip(keys, lengths, strict=False))
+        where = draw(st.sampled_from(["problem", "method"]))
+        if where == "problem":
+            return (f'budgets = [10]\nproblems = [{{family = "onefactor", n = 3, {table}}}]\n'
+                    "[methods.sov]\n")
+        return ('budgets = [10]\nproblems = ["onefactor:n=3"]\n[methods.sov]\n'
+                + f"randomisations = {toml(list(range(1, lengths[0] + 1)))}\n"
+                + f"block_size = {toml(list(range(lengths[1])))}\n")
     top = dict(VALID_SWEEP)
     registry = methods()
     chosen = draw(st.lists(st.sampled_from(sorted(registry)), min_size=1, max_size=2,

@@ -113,6 +113,15 @@ def test_the_work_bound_leaves_the_papers_jobs_alone():
         get_method(name)().check_job(200, 400)
 
 
+def test_grids_too_large_to_check_are_refused_before_they_are_built(tmp_path):
+    seeds = list(range(400))
+    line = check_sweep(tmp_path, f'budgets = [10]\nproblems = [{{family = "onefactor", n = 3, '
+                                 f'seed = {seeds}, dmin = [-0.5, -0.4, -0.3]}}]\n[methods.sov]\n')
+    assert "problems[0]: makes 1,200 problems" in line and "(1,000)" in line
+    line = check_sweep(tmp_path, BASE + f"randomisations = {seeds[1:]}\nblock_size = [0, 1, 2]\n")
+    assert "methods.sov: makes 1,197 method instances" in line
+
+
 # ---- the limits themselves ---------------------------------------------------------------------
 def test_the_largest_budget_runs_and_one_more_is_refused():
     assert check_budget("b", MAX_BUDGET) == MAX_BUDGET
