@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -17,6 +18,12 @@ def default_sweep_file(path: str) -> str:
         return path
     bundled = Path(__file__).resolve().parents[2] / DEFAULT_SWEEP
     return str(bundled) if bundled.exists() else path
+
+
+def max_local_workers() -> int:
+    """Worker processes a local cluster may have: 4 per core (more only share the cores and
+    divide the memory further; use --scheduler for a larger cluster)."""
+    return 4 * (os.cpu_count() or 1)
 
 
 def _setup_sweep(p):
@@ -57,7 +64,8 @@ def cmd_sweep(args) -> int:
     from harness.sweep.driver import run_sweep
     from harness.sweep.spec import load_sweep
 
-    workers = None if args.workers is None else parse_int("--workers", args.workers, minimum=1)
+    workers = None if args.workers is None else parse_int(
+        "--workers", args.workers, minimum=1, maximum=max_local_workers())
     sweep = load_sweep(default_sweep_file(args.sweep_file))
     if args.check:
         return _check(sweep, args, workers)

@@ -597,7 +597,10 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     default_name = Path(path).stem if path != "<sweep>" else "sweep"
     name = raw.get("name", default_name)
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\\0"):
-        raise w.error("name", f"must be a non-empty string without slashes, got {name!r}")
+        raise w.error("name", f"must be a non-empty string without slashes, got {_short(name)}")
+    if len(name) > 100:   # the default store and report are named after it
+        raise w.error("name", f"has {len(name)} characters, more than 100",
+                      "use a shorter name (files are named after it)")
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise w.error("description", "must be a string")

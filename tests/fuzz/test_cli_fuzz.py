@@ -243,12 +243,13 @@ def sweep_text(draw) -> str:
 
 
 @fuzz_settings("sweep")
-@given(text=sweep_text())
-def test_sweep_files(text, tmp_path_factory):
+@given(text=sweep_text(), workers=st.sampled_from([None, "1", "2", "0", "-1", "1e9", "x"]))
+def test_sweep_files(text, workers, tmp_path_factory):
     folder = tmp_path_factory.mktemp("sweep")
     path = folder / "fuzz.toml"
     path.write_text(text, encoding="utf-8")
-    argv = ("sweep", str(path), "--check", "--no-report", "--store", str(folder / "s.sqlite"))
+    argv = ("sweep", str(path), "--check", "--no-report", "--store", str(folder / "s.sqlite"),
+            *(() if workers is None else (f"--workers={workers}",)))
     code, out, err = cli(*argv)
     event(f"exit {code}")
     assert_clean(argv, code, out, err)

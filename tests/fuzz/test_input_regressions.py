@@ -122,6 +122,17 @@ def test_grids_too_large_to_check_are_refused_before_they_are_built(tmp_path):
     assert "methods.sov: makes 1,197 method instances" in line
 
 
+def test_a_sweep_name_too_long_for_a_file_name_is_refused(tmp_path):
+    assert "name: has 300 characters, more than 100" in check_sweep(
+        tmp_path, f'name = "{"a" * 300}"\n' + BASE)
+
+
+def test_more_local_workers_than_four_per_core_are_refused(tmp_path):
+    line = refused("sweep", sweep_file(tmp_path, BASE), "--check", "--no-report",
+                   "--workers", "1e9")
+    assert "--workers: must be <= " in line
+
+
 # ---- the limits themselves ---------------------------------------------------------------------
 def test_the_largest_budget_runs_and_one_more_is_refused():
     assert check_budget("b", MAX_BUDGET) == MAX_BUDGET
