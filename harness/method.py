@@ -159,26 +159,33 @@ def check_budget(field: str, budget: int) -> int:
     if budget <= 0:
         raise InputError(field, f"must be a positive integer, got {budget}")
     if budget > MAX_BUDGET:
-        raise InputError(field, f"{budget:.3g} is more than the largest budget a job can run, "
+        raise InputError(field, f"{_shown(budget)} is more than the largest budget a job can run, "
                          "1e9", "split the work into replicates of a smaller budget")
     return budget
+
+
+def _shown(number: int | float) -> str:
+    """Three significant figures, also for an int too large for a float (10**400)."""
+    if isinstance(number, int) and abs(number) >= 10**300:
+        return f"{'-' * (number < 0)}{str(abs(number))[0]}e+{len(str(abs(number))) - 1}"
+    return f"{number:.3g}"
 
 
 def check_work(field: str, units: int, what: str, fix: str) -> None:
     """An InputError when a job's work (`units` of `what`, e.g. sampler transitions: the budget
     times what settings multiply it by) is beyond what a job can run, MAX_BUDGET."""
     if units > MAX_BUDGET:
-        raise InputError(field, f"{units:.3g} {what} are more than a job can run, 1e9", fix)
+        raise InputError(field, f"{_shown(units)} {what} are more than a job can run, 1e9", fix)
 
 
 def check_number(field: str, value: int | float) -> int | float:
     """`value` if it is finite with magnitude at most MAX_MAGNITUDE, else an InputError: no
     setting or problem parameter means anything at inf, NaN or beyond 2^53."""
-    if not math.isfinite(value):
+    if not isinstance(value, int) and not math.isfinite(value):   # (an int may be > 1e308)
         raise InputError(field, f"must be a finite number, got {value!r}",
                          "leave it out for the default")
     if abs(value) > MAX_MAGNITUDE:
-        raise InputError(field, f"{value:.3g} is out of range (|value| at most 2^53 = "
+        raise InputError(field, f"{_shown(value)} is out of range (|value| at most 2^53 = "
                          f"{MAX_MAGNITUDE:.3g})")
     return value
 

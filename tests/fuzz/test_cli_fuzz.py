@@ -73,7 +73,8 @@ EDGE_VALUES = ["9223372036854775807", "-9223372036854775808", "18446744073709551
                "-1e308", "1e30", "inf", "-inf", "nan", "NaN", "-0", "0", "-0.0", "1", "2", "3",
                "-1", "0.5", "1e-320", "5e-324", "true", "false", "yes", "1_000", "0x10", "1e3",
                "abc", "ünïcødé", "𝟙𝟚", " 7 ", "\t", "1.5", "999999999999", "2e9", "1e10",
-               "9007199254740992", "9007199254740993", "4294967296", "1e-300"]
+               "9007199254740992", "9007199254740993", "4294967296", "1e-300", "1" + "0" * 400,
+               "-" + "9" * 400]
 value = st.one_of(st.sampled_from(EDGE_VALUES),
                   st.integers(-3, 12).map(str),
                   st.text(st.characters(blacklist_characters=",=:\x00"), max_size=8))
@@ -103,7 +104,7 @@ def problem_spec(draw) -> str:
 
 BUDGETS = ["0", "-1", "-9223372036854775808", "9223372036854775807", "18446744073709551616",
            "1e30", "1e308", "inf", "nan", "1.5", "1e10", "2e9", "", "ten", "½", "٣", "1e-3",
-           "10", "1e2", "100", " 50 ", "3"]
+           "10", "1e2", "100", " 50 ", "3", "1" + "0" * 400]
 budget = st.one_of(st.sampled_from(BUDGETS), st.integers(1, 300).map(str))
 TINY = {"orthant": "onefactor:n=6,seed=1", "gpc": "linear1d:n_train=6,n_test=2,seed=1"}
 
@@ -153,9 +154,15 @@ toml_scalar = st.one_of(
     st.integers(-2**63, 2**63 - 1), st.sampled_from([0, 1, -1, 2, 10, 2**63 - 1]),
     st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
     st.text(max_size=10), st.sampled_from(["onefactor:n=5", "linear1d-p1", "x.npz", "sov"]))
-toml_value = st.recursive(toml_scalar, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["n", "family", "spec", "a"]),
-                                                 inner, max_size=2)), max_leaves=6)
+
+
+def _containers(inner):
+    return st.one_of(st.lists(inner, max_size=3),
+                     st.dictionaries(st.sampled_from(["n", "family", "spec", "a"]), inner,
+                                     max_size=2))
+
+
+toml_value = st.recursive(toml_scalar, _containers, max_leaves=6)
 
 
 def toml(value) -> str:

@@ -167,6 +167,8 @@ def test_integers_are_read_exactly_and_bounded():
         coerce_setting("s", "9007199254740993", 0)
     with pytest.raises(InputError, match="must be an integer"):
         coerce_setting("s", "1.5", 0)
+    with pytest.raises(InputError, match="2\\^53"):
+        coerce_setting("s", 10**400, 0)
     assert refused("run", *SOV_TINY, "--budget", "10", "--seed", "1e300").endswith(
         "must be <= 9223372036854775807, got 1e300")
 
