@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -23,6 +22,8 @@ def default_sweep_file(path: str) -> str:
 def max_local_workers() -> int:
     """Worker processes a local cluster may have: 4 per core (more only share the cores and
     divide the memory further; use --scheduler for a larger cluster)."""
+    import os
+
     return 4 * (os.cpu_count() or 1)
 
 
