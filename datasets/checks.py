@@ -45,16 +45,20 @@ def check_seed(family: str, seed: int) -> None:
         raise InputError(f"problem {family}: parameter 'seed'", f"must be >= 0, got {seed}")
 
 
+class NoExactTruth(InputError, ArithmeticError):
+    """The oracle's ArithmeticError, as an InputError: the command line's one line, exit 2."""
+
+
 def exact_truth(family: str, compute: Callable[[], T]) -> T:
     """compute() of a family's oracle; when it cannot reach its tolerance for these parameters
-    (extreme scales make the integrand a step function), an InputError instead of a
+    (extreme scales make the integrand a step function), NoExactTruth instead of a
     traceback: the problem has no exact truth to benchmark against."""
     try:
         return compute()
     except ArithmeticError as exc:
-        raise InputError(f"problem {family}: parameters",
-                         f"the exact truth cannot be computed for them ({exc})",
-                         "use moderate scales (|values| of order 1 to 100)") from None
+        raise NoExactTruth(f"problem {family}: parameters",
+                           f"the exact truth cannot be computed for them ({exc})",
+                           "use moderate scales (|values| of order 1 to 100)") from None
 
 
 def check_positive(family: str, **values: float) -> None:

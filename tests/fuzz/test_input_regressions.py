@@ -74,6 +74,11 @@ def test_an_oracle_that_cannot_converge_is_an_input_error(monkeypatch):
     with pytest.raises(InputError, match="problem linear1d: parameters: the exact truth cannot "
                        "be computed for them .one-factor quadrature did not converge"):
         linear1d.linear1d(n_train=4, n_test=1)
+    with pytest.raises(ArithmeticError, match="did not converge"):   # still the oracle's error
+        linear1d.linear1d(n_train=4, n_test=1)
+    assert "one-factor quadrature did not converge" in refused(
+        "run", "--problem", "linear1d:n_train=4,n_test=1,seed=7", "--method", "sov",
+        "--budget", "10")
 
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e308"])
