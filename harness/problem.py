@@ -28,7 +28,7 @@ from harness.conditioning import warn_if_ill_conditioned
 from harness.covariance import Covariance, DenseCovariance, KernelCovariance
 from harness.errors import InputError
 from harness.kernels import Kernel
-from harness.linalg import check_covariance, cholesky_lower
+from harness.linalg import check_covariance, cholesky_lower, float_array
 
 ORDERS = ("interleave", "shuffle", "as-given")
 
@@ -74,7 +74,7 @@ def class_order(y: np.ndarray, how: str, rng: np.random.Generator | None = None)
 
 
 def _as_matrix(X, field: str) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
+    X = float_array(X, field)
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2:

@@ -22,6 +22,14 @@ def default_sweep_file(path: str) -> str:
     return str(bundled) if bundled.exists() else path
 
 
+def max_local_workers() -> int:
+    """Worker processes a local cluster may have: 4 per core (more only share the cores and
+    divide the memory further; use --scheduler for a larger cluster)."""
+    import os
+
+    return 4 * (os.cpu_count() or 1)
+
+
 def _setup_sweep(p):
     """Run every job of a sweep file on a Dask cluster and keep every result."""
     p.description = (
@@ -69,7 +77,8 @@ def cmd_sweep(args) -> int:
     from harness.sweep.driver import EXIT_INTERRUPTED, run_sweep
     from harness.sweep.spec import load_sweep
 
-    workers = None if args.workers is None else parse_int("--workers", args.workers, minimum=1)
+    workers = None if args.workers is None else parse_int(
+        "--workers", args.workers, minimum=1, maximum=max_local_workers())
     timeout = None if args.no_workers_timeout is None else \
         parse_seconds("--no-workers-timeout", args.no_workers_timeout)
     sweep = load_sweep(default_sweep_file(args.sweep_file))
