@@ -261,7 +261,7 @@ def canonical_spec(spec: str) -> str:
     from harness.sweep.spec import _Where, canonical_problem
 
     head, options = split_spec(spec)
-    return canonical_problem(_Where("problem"), "problem", head, options, Path.cwd())
+    return canonical_problem(_Where("PROBLEM"), head, head, options, Path.cwd())
 
 
 def reference_key(spec: str, method: Method, part_budget: int, seed: int) -> dict[str, Any]:
