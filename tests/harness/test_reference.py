@@ -213,14 +213,9 @@ def calibration_case(template: str, seed: int, method: str = "minimax-tilting") 
 
 
 @pytest.mark.parametrize("template", CALIBRATION_PROBLEMS)
-def test_reference_lands_within_three_stated_ses_of_exact_truth(template):
-    cases = [calibration_case(template, s) for s in range(3)]
-    assert all(c["z"] <= 3 for c in cases), cases
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("template", CALIBRATION_PROBLEMS)
 def test_reference_calibration_20_seeds(template):
+    """Issue 15's calibration: >= 19 of 20 seeded references within 3 stated SEs of the exact
+    log Z (each problem: ~1-6 s on an idle core, so it stays in the default suite)."""
     cases = [calibration_case(template, s) for s in range(20)]
     print(json.dumps(cases))
     assert sum(c["z"] <= 3 for c in cases) >= 19, cases
