@@ -60,6 +60,10 @@ DEFAULT_PARTS_PER_ROUND = 8
 UNBIASED_HINT = "use minimax-tilting (the default), sov, sir or rejection-bootstrap[count=hard]"
 
 
+class ReferenceFailed(RuntimeError):
+    """The reference estimate itself failed (a part failed, or the combination did)."""
+
+
 def check_method_name(method: str) -> str:
     """The default check method for a reference method: sir for minimax tilting, tilting for
     the others. Not sov: its heavy-tailed weights make its SE understate its error on real
@@ -149,8 +153,8 @@ class PartRunner:
                            on_part=done.append, done_parts=list(self.parts))
         bad = [p for p in done if p.get("status", "ok") != "ok"]
         if bad:
-            raise RuntimeError(f"part {bad[0]['part']} of the reference failed: "
-                               f"{bad[0].get('reason')}")
+            raise ReferenceFailed(f"part {bad[0]['part']} of the reference of {self.spec} "
+                                  f"({self.method.label()}) failed: {bad[0].get('reason')}")
         self.parts = sorted({p["part"]: p for p in done}.values(), key=lambda p: p["part"])
         self.setup_cpu_seconds = max(self.setup_cpu_seconds,
                                      float(record.get("setup_cpu_seconds") or 0.0))
@@ -324,7 +328,8 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
     fields, history, stopped = run_rounds(runner, part_budget, parts_per_round, targets,
                                           max_budget, max_cpu_seconds, progress(ref.label()))
     if fields.get("status") not in ANSWERED:
-        raise RuntimeError(f"the reference estimate of {spec} failed: {fields.get('reason')}")
+        raise ReferenceFailed(f"the reference estimate of {spec} ({ref.label()}) failed: "
+                              f"{fields.get('reason')}")
     precision = _precision(fields)
     checks = [weights_check(fields)]
     check_record = None

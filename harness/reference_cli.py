@@ -103,7 +103,12 @@ def cmd_reference(args) -> int:
         return 0
     if not args.problems:
         raise InputError("PROBLEM", "give at least one problem (or --import / --export)")
-    records = _compute(args)
+    from harness.reference import ReferenceFailed
+    try:
+        records = _compute(args)
+    except ReferenceFailed as exc:
+        print(f"reference failed: {exc}", file=sys.stderr)
+        return 1
     if args.store:
         with ResultStore(args.store) as store:
             for record in records:

@@ -178,6 +178,18 @@ def test_reference_command_writes_json_a_file_and_the_store(tmp_path, capsys):
     make_problem.cache_clear()
 
 
+def test_a_failed_reference_is_one_line_and_exit_1(monkeypatch, capsys):
+    from harness.estimate import Estimate
+    from harness.methods.sov import Sov
+
+    monkeypatch.setattr(Sov, "combine_parts",
+                        lambda self, problem, parts: Estimate.failed("all weights zero"))
+    assert main(["reference", SMALL, "--method", "sov", "--budget", "8000",
+                 "--check-method", "none"]) == 1
+    err = capsys.readouterr().err
+    assert "reference failed" in err and "all weights zero" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("argv, field", [
     (["reference", SMALL, "--method", "ep"], "--method"),
     (["reference", SMALL, "--target-se", "0"], "--target-se"),
