@@ -21,10 +21,12 @@ on. So a job with a limit runs in a child process forked from the worker (`call_
   (PR_SET_PDEATHSIG), so a killed worker leaves no orphan burning CPU.
 
 Without a limit nothing of this runs: a job runs in the worker as before, at no cost. With one,
-a fork costs a few milliseconds (measured in tests/harness/test_limits.py's benchmark note and
-the report of this change: ~2-6 ms per job for a worker holding ~0.3 GB, against 10 ms to
-minutes per job), and the set-up a child builds is lost with it: the worker builds it once more
-itself afterwards (harness.runner.adopt_setup), so later jobs of the pair inherit it.
+the child costs CPU time: measured on the 2-core machine with a process holding 0.55 GB (VmData),
+fork + exit ~5 ms in the parent and ~8 ms in the child, and the job's copy-on-write faults as it
+touches inherited memory (a 1.5 ms job took 9 ms in the child): ~20 ms per job in all, against
+1.4 s for the average job of sweeps/quick.toml (1.5 %). The set-up a child builds is lost with
+it: the worker builds it once more itself afterwards (harness.runner.adopt_setup), so the
+later jobs of the pair inherit it (the set-up is paid twice per worker, once per job before).
 
 Forking a threaded process (a Dask worker runs an event loop, a profiler and comm threads)
 is safe here because the child only runs the job's numerics and writes to its pipe: it never

@@ -6,8 +6,9 @@ A sweep file (see sweeps/quick.toml)::
     description = "..."
     seed = 0                              # the sweep seed (part of every job's key)
     replicates = 3                        # independent runs per problem × method × budget
-    time_limit = 60                       # CPU seconds per job (cooperative); optional
-    memory_limit = "8GB"                  # a worker's memory; optional (default: the cluster's)
+    time_limit = 60                       # CPU seconds per job, hard (harness.limits); optional
+    memory_limit = "8GB"                  # a worker's memory, each job's limit; optional
+                                          # (default: the cluster's)
     budgets = [1000, 10000]               # or a log-spaced range:
     # budgets = { start = 1e3, stop = 1e5, num = 5 }
     every_method = true                   # also run every registered method not listed below
