@@ -15,7 +15,7 @@ on. So a job with a limit runs in a child process forked from the worker (`call_
   status "failed" with a reason starting "memory:" (`memory_reason`);
 - the parent waits (select on the pipe, then os.wait4), reads the child's real CPU time (user
   + system, all threads) and peak resident size from the rusage, and builds the record of a
-  killed child itself (harness.runner.run_isolated). A wall-clock cap (`Limits.wall_cap`,
+  killed child itself (harness.isolated.run_isolated). A wall-clock cap (`Limits.wall_cap`,
   WALL_FACTOR x the CPU cap + WALL_MIN: generous, since the limit is CPU time and the machine
   may be loaded) stops a child that blocks without using CPU. The child dies with its parent
   (PR_SET_PDEATHSIG), so a killed worker leaves no orphan burning CPU.
@@ -25,7 +25,7 @@ the child costs CPU time: measured on the 2-core machine with a process holding 
 fork + exit ~5 ms in the parent and ~8 ms in the child, and the job's copy-on-write faults as it
 touches inherited memory (a 1.5 ms job took 9 ms in the child): ~20 ms per job in all, against
 1.4 s for the average job of sweeps/quick.toml (1.5 %). The set-up a child builds is lost with
-it: the worker builds it once more itself afterwards (harness.runner.adopt_setup), so the
+it: the worker builds it once more itself afterwards (harness.isolated.adopt_setup), so the
 later jobs of the pair inherit it (the set-up is paid twice per worker, once per job before).
 
 Forking a threaded process (a Dask worker runs an event loop, a profiler and comm threads)
