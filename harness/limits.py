@@ -58,6 +58,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from harness.footprint import format_bytes
@@ -212,6 +213,33 @@ def _die_with_parent(parent: int) -> None:
         os._exit(CRASH_EXIT)
 
 
+@cache
+def blas_controller():
+    """One threadpoolctl controller per process: building one rescans the loaded libraries
+    (~6 ms)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _warm_blas() -> None:
+    """Allocate OpenBLAS's work buffers (numpy's and scipy's copies) before RLIMIT_DATA is set:
+    a process allocates them at its first BLAS call (a forked child again), and OpenBLAS
+    retries forever when that allocation fails (seen: a job under a 15 MB limit spinning in
+    blas_memory_alloc)."""
+    import numpy as np
+
+    a = np.eye(128)
+    with blas_controller().limit(limits=1, user_api="blas"):   # as the runner calls BLAS
+        a @ a
+        try:
+            from scipy.linalg.lapack import dpotrf
+
+            dpotrf(a)
+        except ImportError:
+            pass
+
+
 def _set_rlimit(which: int, soft: int) -> None:
     _, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
@@ -229,6 +257,7 @@ def _child(write: int, parent: int, work: Callable[[Callable[[str, Any], None]],
         if cpu_seconds is not None:
             _set_rlimit(resource.RLIMIT_CPU, cpu_seconds)   # soft = hard: SIGKILL at the cap
         if data_bytes is not None:
+            _warm_blas()
             _set_rlimit(resource.RLIMIT_DATA, data_bytes)
         _send(write, "result", work(lambda kind, payload: _send(write, kind, payload)))
     except BaseException:   # noqa: BLE001 - a bug outside the job's own guard: say it, exit

@@ -27,12 +27,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from functools import cache
 from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from harness import limits as hard
 from harness import metrics
@@ -45,11 +43,7 @@ from harness.memory import peak_memory
 from harness.method import Method
 from harness.problem import Problem
 
-
-@cache
-def _blas() -> ThreadpoolController:
-    """One controller per process: building one rescans the loaded libraries (~6 ms)."""
-    return ThreadpoolController()
+_blas = hard.blas_controller   # one threadpoolctl controller per process
 
 
 def _plain(value):
