@@ -1,12 +1,14 @@
 """One job under hard limits, the runner's side (harness.limits has the design and the rules).
 
-`run_isolated` runs harness.runner.run_method in a child forked by harness.limits.call_in_child:
-a set-up this worker has cached is charged against the limits (its recorded CPU and memory),
-a job whose cached set-up alone passes a limit fails without running, the child's warnings are
-re-issued here, a set-up the child built is built again here afterwards (`adopt_setup`) so that
-the jobs that follow inherit it, and a child that sent no result (stopped by the kernel at its
-CPU cap, by the wall-clock cap, killed by the system's out-of-memory killer, or crashed) gets
-its record from what is known: its set-up's cost if it finished, and its rusage.
+`run_limited` runs harness.runner.run_method under the limits: with a CPU-time limit in a child
+forked by harness.limits.call_in_child (`run_isolated`), with a memory limit alone in this
+process under RLIMIT_DATA. A set-up this worker has cached is charged against the limits (its
+recorded CPU and memory), and a job whose cached set-up alone passes a limit fails without
+running. The child's warnings are re-issued here, a set-up the child built is built again here
+afterwards (`adopt_setup`) so that the jobs that follow inherit it, and a child that sent no
+result (stopped by the kernel at its CPU cap, by the wall-clock cap, killed by the system's
+out-of-memory killer, or crashed) gets its record from what is known: its set-up's cost if it
+finished, and its rusage.
 """
 
 from __future__ import annotations
@@ -58,12 +60,12 @@ def adopt_setup(problem: Problem, method: Method, cost: SetupCost, time_limit: f
     record_setup(problem, method, cost)
 
 
-def run_isolated(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
-                 limits: Limits) -> dict[str, Any]:
-    """run_method in a forked child under hard limits (harness.limits: the design and the
-    rules). A cached set-up is charged: its recorded CPU and memory count against the limits,
-    and a job whose cached set-up alone passes one fails without running. A set-up the child
-    built is built again here afterwards (adopt_setup) for the jobs that follow."""
+def run_limited(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
+                limits: Limits) -> dict[str, Any]:
+    """run_method under hard limits (harness.limits: the design and the rules): with a CPU-time
+    limit in a forked child (run_isolated); with a memory limit alone in this process, under
+    RLIMIT_DATA. A cached set-up is charged: its recorded CPU and memory count against the
+    limits, and a job whose cached set-up alone passes one fails without running."""
     cost = setup_cost(problem, method)
     spent = cost.cpu if cost is not None else 0.0
     held = (cost.held or 0) if cost is not None else 0
@@ -75,6 +77,20 @@ def run_isolated(problem: Problem, method: Method, budget: int, rng: np.random.G
         return _result("failed", f"memory: the set-up alone holds {format_bytes(held)} (built "
                        f"by an earlier job); the job may use {format_bytes(limits.memory)}",
                        cpu=0.0, proc=0.0, wall=0.0, setup=_cached_fields(cost))
+    if limits.needs_child:
+        return run_isolated(problem, method, budget, rng, limits, cost)
+    with cpu_time_limit(limits.time), \
+            hard.data_ceiling(None if limits.memory is None else limits.memory - held):
+        return run_method(problem, method, budget, rng)
+
+
+def run_isolated(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
+                 limits: Limits, cost: SetupCost | None) -> dict[str, Any]:
+    """run_method in a forked child (harness.limits.call_in_child) stopped at the limits, the
+    set-up's recorded `cost` charged (run_limited). A set-up the child built is built again
+    here afterwards (adopt_setup) for the jobs that follow."""
+    spent = cost.cpu if cost is not None else 0.0
+    held = (cost.held or 0) if cost is not None else 0
     base = hard.data_size()
     ceiling = (None if limits.memory is None or base is None
                else base + limits.memory - held)

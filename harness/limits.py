@@ -20,13 +20,18 @@ on. So a job with a limit runs in a child process forked from the worker (`call_
   may be loaded) stops a child that blocks without using CPU. The child dies with its parent
   (PR_SET_PDEATHSIG), so a killed worker leaves no orphan burning CPU.
 
-Without a limit nothing of this runs: a job runs in the worker as before, at no cost. With one,
-the child costs CPU time: measured on the 2-core machine with a process holding 0.55 GB (VmData),
-fork + exit ~5 ms in the parent and ~8 ms in the child, and the job's copy-on-write faults as it
-touches inherited memory (a 1.5 ms job took 9 ms in the child): ~20 ms per job in all, against
-1.4 s for the average job of sweeps/quick.toml (1.5 %). The set-up a child builds is lost with
-it: the worker builds it once more itself afterwards (harness.isolated.adopt_setup), so the
-later jobs of the pair inherit it (the set-up is paid twice per worker, once per job before).
+Only a CPU-time limit needs the child. A memory limit alone (every sweep job has one: the
+worker's share) is enforced in the worker itself, RLIMIT_DATA set around the job
+(`data_ceiling`), at no measurable cost; RLIMIT_DATA is per process, so while a job is at its
+limit a Dask thread of the worker allocating then could fail too (the job's own failed
+allocation usually leaves the process well below it). Without a time limit nothing else runs:
+the job runs in the worker as before. With one, the child costs CPU time: measured on the
+2-core machine with a process holding 0.55 GB (VmData), fork + exit ~5 ms in the parent and
+~8 ms in the child, and the job's copy-on-write faults as it touches inherited memory (a 1.5 ms
+job took 9 ms in the child): ~20 ms per job in all, against 1.4 s for the average job of
+sweeps/quick.toml (1.5 %). The set-up a child builds is lost with it: the worker builds it
+once more itself afterwards (harness.isolated.adopt_setup), so the later jobs of the pair
+inherit it (each set-up is paid twice per worker instead of once).
 
 Forking a threaded process (a Dask worker runs an event loop, a profiler and comm threads)
 is safe here because the child only runs the job's numerics and writes to its pipe: it never
@@ -81,8 +86,13 @@ class Limits:
 
     @property
     def active(self) -> bool:
-        """Whether the job must run in a child (some limit, and a platform that can fork)."""
-        return (self.time is not None or self.memory is not None) and hasattr(os, "fork")
+        return self.time is not None or self.memory is not None
+
+    @property
+    def needs_child(self) -> bool:
+        """Only a CPU-time limit needs a child process (and a platform that can fork); a
+        memory limit alone is enforced in this process (data_ceiling), at no cost."""
+        return self.time is not None and hasattr(os, "fork")
 
     @property
     def grace(self) -> float:
@@ -134,6 +144,7 @@ def data_ceiling(extra: int | None) -> Iterator[None]:
     if extra is None or base is None:
         yield
         return
+    _warm_blas_once()
     old = resource.getrlimit(resource.RLIMIT_DATA)
     soft = base + int(extra)
     if old[0] != resource.RLIM_INFINITY:
@@ -238,6 +249,9 @@ def _warm_blas() -> None:
             dpotrf(a)
         except ImportError:
             pass
+
+
+_warm_blas_once = cache(_warm_blas)
 
 
 def _set_rlimit(which: int, soft: int) -> None:

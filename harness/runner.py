@@ -229,8 +229,8 @@ def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Genera
             **identity: Any) -> dict[str, Any]:
     """The full record of one run: identity fields, results, timings and truth metrics.
 
-    With `limits` (CPU seconds, bytes) the job runs in a child process that is stopped at
-    them (harness.isolated); without, in this process as before."""
+    With `limits` (CPU seconds, bytes) the job is stopped at them (harness.isolated: in a
+    child process when there is a time limit); without, it runs as before."""
     record = {
         **identity,
         "problem": problem.name,
@@ -245,9 +245,9 @@ def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Genera
         "kernel": problem.kernel_summary(),
     }
     if limits is not None and limits.active:
-        from harness.isolated import run_isolated
+        from harness.isolated import run_limited
 
-        record.update(run_isolated(problem, method, budget, rng, limits))
+        record.update(run_limited(problem, method, budget, rng, limits))
     else:
         record.update(run_method(problem, method, budget, rng, raise_errors=raise_errors))
     record.update(truth_metrics(problem, record))

@@ -159,13 +159,17 @@ def test_minimax_tilting_set_up_counts_against_the_limit():
     assert fresh["setup_cpu_seconds"] >= limit   # the set-up CPU it really used, recorded
 
 
-def test_an_allocation_past_the_memory_limit_fails_with_the_numbers(misbehaving):
-    record = run(fresh_problem(6), misbehaving(stage="allocate", mb=2000), Limits(memory=2**28))
+@pytest.mark.parametrize("time_limit", [None, 60.0], ids=["in-process", "child"])
+def test_an_allocation_past_the_memory_limit_fails_with_the_numbers(misbehaving, time_limit):
+    limits = Limits(time_limit, 2**28)
+    assert limits.needs_child == (time_limit is not None)
+    record = run(fresh_problem(6), misbehaving(stage="allocate", mb=500), limits)
     assert record["status"] == "failed"
-    assert record["reason"].startswith("memory: asked for 2.1 GB"), record["reason"]
+    assert record["reason"].startswith("memory: asked for 524 MB"), record["reason"]
     assert "RLIMIT_DATA" in record["reason"]
-    small = run(fresh_problem(6), misbehaving(stage="allocate", mb=20), Limits(memory=2**28))
+    small = run(fresh_problem(6), misbehaving(stage="allocate", mb=20), limits)
     assert small["status"] == "ok" and small["log_marginal_likelihood"] == -1.0
+    assert run(fresh_problem(6), misbehaving(stage="allocate", mb=500))["status"] == "ok"
 
 
 def test_a_limited_job_gives_the_same_record_as_an_unlimited_one():
