@@ -47,9 +47,24 @@ def names_file(head: str) -> bool:
 def make_problem(spec: str) -> Problem:
     """Build (and cache, per process) the problem a spec names.
 
-    A problem without truth gets its reference, when one matches (harness.reference_data:
-    beside a problem file, or shipped with the package), as a truth of kind 'reference'.
+    The build may use at most the memory available now (harness.limits.data_ceiling): a
+    problem too large for the machine (e.g. onefactor:n=1e9) is an InputError naming the spec
+    and the memory, not a process killed by the kernel once it overcommitted. A problem
+    without truth gets its reference, when one matches (harness.reference_data: beside a
+    problem file, or shipped with the package), as a truth of kind 'reference'.
     """
+    from harness.footprint import available_memory
+    from harness.limits import data_ceiling, memory_reason
+
+    with data_ceiling(available_memory()):
+        try:
+            return _build_problem(spec)
+        except MemoryError as exc:
+            reason = memory_reason(exc).removeprefix("memory: ")
+    raise InputError(f"problem {spec}", f"is too large to build: {reason}")
+
+
+def _build_problem(spec: str) -> Problem:
     from harness.datasets.files import load_problem_file
     from harness.reference_data import with_reference
 

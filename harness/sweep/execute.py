@@ -4,8 +4,11 @@
 needs the harness installed). It builds the problem through harness.spec.make_problem, which
 is cached per worker process, so the Cholesky factor of a problem is computed once per worker
 and reused for all its budgets, methods and replicates; it derives the random stream from the
-job key; it pins BLAS to one thread (harness.runner does) and applies the sweep's
-cooperative CPU-time limit. It never raises for a failing job: the record says what happened.
+job key; it pins BLAS to one thread (harness.runner does) and applies the job's hard limits
+(harness.limits): the sweep's time_limit (CPU seconds) and a memory limit, the sweep file's
+memory_limit or else the Dask worker's own (its share of the machine), so a job with a limit runs
+in a child process stopped at it. It never raises for a failing job: the record says what
+happened.
 A tuning job (kind "tune") goes to harness.tuning.job.run_tune_job, which keeps the same rules.
 """
 
@@ -38,6 +41,25 @@ def _worker_address() -> str | None:
         return None
 
 
+def _worker_memory_limit() -> int | None:
+    """The memory_limit of the Dask worker running this (None: no worker, or no limit)."""
+    try:
+        from distributed import get_worker
+        limit = get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        return None
+    return int(limit) if limit else None
+
+
+def job_limits(job: dict[str, Any]):
+    """The job's hard limits: its time_limit, and its memory_limit or else the worker's."""
+    from harness.limits import Limits
+
+    memory = job.get("memory_limit")
+    return Limits(job.get("time_limit"),
+                  int(memory) if memory is not None else _worker_memory_limit())
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job spec (harness.sweep.plan.Job.spec()) and return its full record."""
     pin_thread_env()
@@ -46,7 +68,6 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("kind") == "tune":
         from harness.tuning.job import run_tune_job
         return run_tune_job(job)
-    from harness.deadline import cpu_time_limit
     from harness.debugging import exception_reason
     from harness.registry import get_method
     from harness.runner import run_one
@@ -56,6 +77,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     identity = {"job_id": job["job_id"], "sweep": job["sweep"], "replicate": job["replicate"],
                 "seed": job["seed"], "problem_spec": job["problem"], "job_key": job["key"],
                 "time_limit": job.get("time_limit")}
+    limits = job_limits(job)
+    if limits.memory is not None:
+        identity["memory_limit"] = limits.memory
     wall0 = time.perf_counter()
     try:
         # warnings go into the record (not onto the worker's stderr)
@@ -63,9 +87,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             warnings.simplefilter("default")
             problem = make_problem(job["problem"])
             method = get_method(job["method"]).from_settings(job["settings"])
-            with cpu_time_limit(job.get("time_limit")):
-                record = run_one(problem, method, int(job["budget"]), rng_for(job["key"]),
-                                 **identity)
+            record = run_one(problem, method, int(job["budget"]), rng_for(job["key"]),
+                             limits=limits, **identity)
         if caught:
             record["warnings"] = sorted({f"{w.category.__name__}: {w.message}"
                                          for w in caught})[:MAX_WARNINGS]

@@ -6,8 +6,9 @@ A sweep file (see sweeps/quick.toml)::
     description = "..."
     seed = 0                              # the sweep seed (part of every job's key)
     replicates = 3                        # independent runs per problem × method × budget
-    time_limit = 60                       # CPU seconds per job (cooperative); optional
-    memory_limit = "8GB"                  # a worker's memory; optional (default: the cluster's)
+    time_limit = 60                       # CPU seconds per job, hard (harness.limits); optional
+    memory_limit = "8GB"                  # a worker's memory, each job's limit; optional
+                                          # (default: the cluster's)
     no_workers_timeout = 300              # seconds without any worker before the sweep gives up
     worker_ttl = 120                      # seconds: a silent worker of the local cluster is
                                           # restarted and its jobs move (harness.sweep.cluster)
