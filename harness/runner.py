@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -53,6 +54,8 @@ def _listed(values) -> list[float] | None:
     return None if values is None else np.asarray(values, float).tolist()
 
 
+T = TypeVar("T")
+
 _SETUP: WeakKeyDictionary[Problem, dict[str, tuple[float, float]]] = WeakKeyDictionary()
 
 
@@ -81,6 +84,58 @@ def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> di
     return {"setup_cpu_seconds": cpu, "setup_wall_seconds": wall, "setup_cached": cached}
 
 
+def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
+               blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+               ) -> tuple[T | None, Estimate | None, dict[str, Any]]:
+    """Set up the method (timed_prepare), then run work() timed: (its result, None, timing).
+
+    The timing holds cpu_seconds (thread CPU), process_cpu_seconds, wall_seconds, the set-up
+    fields of timed_prepare, peak_memory_mb and memory_source. A time-out (inside
+    harness.deadline.cpu_time_limit) or a bug in the method becomes (None, a failed Estimate
+    with status 'timeout' or 'error' and the reason, timing); an InputError is raised, and so
+    is any other exception with raise_errors=True. Shared by run_method (one estimate) and
+    harness.split.run_part (one part of a split estimate).
+    """
+    def guarded(fn):
+        try:
+            return fn(), None
+        except InputError:
+            raise
+        except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.deadline)
+            return None, Estimate(None, None, status="timeout", reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - recorded, never lost
+            if raise_errors:
+                raise
+            return None, Estimate(None, None, status="error",
+                                  reason=exception_reason(exc, type(method)))
+
+    setup: dict[str, Any] = {}
+    _, failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
+    value = None
+    with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
+                                                             user_api="blas"):
+        cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+        if failed is None:
+            value, failed = guarded(work)
+        cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
+                           time.perf_counter() - wall0)
+    return value, failed, {"cpu_seconds": cpu, "process_cpu_seconds": proc,
+                           "wall_seconds": wall, **setup, "peak_memory_mb": memory.mb,
+                           "memory_source": memory.source}
+
+
+def estimate_fields(estimate: Estimate) -> dict[str, Any]:
+    """The record fields of an Estimate, as plain JSON-safe data."""
+    return {
+        "status": estimate.status,
+        "reason": estimate.reason,
+        "log_marginal_likelihood": _plain(estimate.log_marginal_likelihood),
+        "log_marginal_likelihood_se": _plain(estimate.log_marginal_likelihood_se),
+        "test_probabilities": _listed(estimate.test_probabilities),
+        "test_probabilities_se": _listed(estimate.test_probabilities_se),
+    }
+
+
 def run_method(
     problem: Problem, method: Method, budget: int, rng: np.random.Generator,
     *, blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
@@ -95,42 +150,27 @@ def run_method(
     An error's reason names the method's file and line (harness.debugging); raise_errors=True
     re-raises it instead, with its traceback (`run --raise`).
     """
-    def guarded(work):
-        """work() -> Estimate; a time-out or a method's bug becomes a recorded status."""
-        try:
-            return work()
-        except InputError:
-            raise
-        except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.deadline)
-            return Estimate(None, None, status="timeout", reason=str(exc))
-        except Exception as exc:  # noqa: BLE001 - recorded, never lost
-            if raise_errors:
-                raise
-            return Estimate(None, None, status="error",
-                            reason=exception_reason(exc, type(method)))
+    estimate, failed, timing = timed_call(
+        problem, method, lambda: method.estimate(problem, budget, rng),
+        blas_threads=blas_threads, trace_memory=trace_memory, raise_errors=raise_errors)
+    estimate = failed or estimate
+    return {**estimate_fields(estimate), **timing,
+            "diagnostics": {k: _plain(v) for k, v in estimate.diagnostics.items()}}
 
-    setup: dict[str, Any] = {}
-    failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
-    with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
-                                                             user_api="blas"):
-        cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
-        estimate = failed or guarded(lambda: method.estimate(problem, budget, rng))
-        cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
-                           time.perf_counter() - wall0)
+
+def identity_fields(problem: Problem, method: Method, budget: int) -> dict[str, Any]:
+    """The fields that name a run: problem, method instance, budget, sizes, kernel."""
     return {
-        "status": estimate.status,
-        "reason": estimate.reason,
-        "log_marginal_likelihood": _plain(estimate.log_marginal_likelihood),
-        "log_marginal_likelihood_se": _plain(estimate.log_marginal_likelihood_se),
-        "test_probabilities": _listed(estimate.test_probabilities),
-        "test_probabilities_se": _listed(estimate.test_probabilities_se),
-        "cpu_seconds": cpu,
-        "process_cpu_seconds": proc,
-        "wall_seconds": wall,
-        **setup,
-        "peak_memory_mb": memory.mb,
-        "memory_source": memory.source,
-        "diagnostics": {k: _plain(v) for k, v in estimate.diagnostics.items()},
+        "problem": problem.name,
+        "method": method.label(),
+        "method_name": method.name,
+        "settings": method.get_settings(),
+        "exact_method": method.exact,
+        "budget": int(budget),
+        "budget_unit": method.budget_unit,
+        "n_train": problem.n_train,
+        "n_test": problem.n_test,
+        "kernel": problem.kernel_summary(),
     }
 
 
@@ -169,19 +209,7 @@ def point_truth(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
 def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
             *, raise_errors: bool = False, **identity: Any) -> dict[str, Any]:
     """The full record of one run: identity fields, results, timings and truth metrics."""
-    record = {
-        **identity,
-        "problem": problem.name,
-        "method": method.label(),
-        "method_name": method.name,
-        "settings": method.get_settings(),
-        "exact_method": method.exact,
-        "budget": int(budget),
-        "budget_unit": method.budget_unit,
-        "n_train": problem.n_train,
-        "n_test": problem.n_test,
-        "kernel": problem.kernel_summary(),
-    }
+    record = {**identity, **identity_fields(problem, method, budget)}
     record.update(run_method(problem, method, budget, rng, raise_errors=raise_errors))
     record.update(truth_metrics(problem, record))
     return record
