@@ -13,6 +13,9 @@ Tables:
                                                sweep's problem (harness.sweep.references)
   job_log(seq, job_id, status, finished_at, stored_at)  -- every add_record, append-only
                                                (an audit trail: which job was stored when)
+  parts(job_id, part, record JSON, stored_at)  -- each finished part of a job split into parts
+                                               (harness.split), committed as it arrives; the
+                                               job's record is stored once all are here
 A record is the dict of harness.runner.run_one plus the job's identity fields; a tuning job's
 record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's
 log Ẑ, cpu_seconds the CPU time of the whole tuning.
@@ -54,6 +57,13 @@ CREATE TABLE IF NOT EXISTS job_log (
     status TEXT NOT NULL,
     finished_at TEXT,
     stored_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS parts (
+    job_id TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    stored_at TEXT NOT NULL,
+    PRIMARY KEY (job_id, part)
 );
 """
 
@@ -142,6 +152,18 @@ class ResultStore:
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(r[0]) for r in
                 self._db.execute("SELECT record FROM jobs ORDER BY problem, method, budget")]
+
+    # ---- parts of split jobs (harness.split) --------------------------------------------
+    def add_part(self, job_id: str, part: int, record: dict[str, Any]) -> None:
+        """Store one finished part of a split job (replacing an earlier one of that index)."""
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?)",
+                             (job_id, int(part), _json(record), datetime.now(UTC).isoformat()))
+
+    def parts_of(self, job_id: str) -> list[dict[str, Any]]:
+        """The stored part records of a job, by part index."""
+        return [json.loads(r[0]) for r in self._db.execute(
+            "SELECT record FROM parts WHERE job_id = ? ORDER BY part", (job_id,))]
 
     # ---- problems and metadata ----------------------------------------------------------
     def add_problem(self, summary: dict[str, Any]) -> None:
