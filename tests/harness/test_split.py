@@ -9,7 +9,6 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from harness.cli import main
