@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import InputError
+from harness.split import PART_KEY_PREFIX, part_result, part_spec, run_part
 from harness.store import ResultStore
 from harness.sweep.execute import environment_facts, failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
@@ -42,6 +43,8 @@ class Outcome:
     submitted: int = 0
     statuses: Counter = field(default_factory=Counter)   # of the jobs stored in this run
     cancelled: int = 0             # submitted but neither finished nor stored
+    parts: int = 0                 # parts of split jobs stored in this run
+    parts_skipped: int = 0         # parts of split jobs already stored before this run
     elapsed: float = 0.0           # seconds from the first submission to the last result
     interrupted: bool = False
     store: str = ""
@@ -120,7 +123,20 @@ def plan_lines(sweep: Sweep, jobs: Sequence[Job], limit: int | None, store_path:
             + (f"; deterministic, 1 replicate: {', '.join(once)}" if once else "")
             + (f"; tuning: {', '.join(sweep.tune.strategies)}" if sweep.tune else "")
             + f"); store {store_path}",
-            *(f"not planned: {reason}" for reason in skipped_pairs(sweep, limit))]
+            *(f"not planned: {reason}" for reason in skipped_pairs(sweep, limit)),
+            *split_lines(sweep, jobs)]
+
+
+def split_lines(sweep: Sweep, jobs: Sequence[Job]) -> list[str]:
+    """What `parts` does to the plan (nothing when the sweep does not split)."""
+    if sweep.parts == 1:
+        return []
+    split = [j for j in jobs if j.part_budgets]
+    whole = sorted({j.label for j in jobs if not j.part_budgets})
+    return [f"parts = {sweep.parts!r}".replace("'", '"') + f": {len(split)} jobs split into "
+            f"{sum(len(j.part_budgets) for j in split)} parts"
+            + (f"; not split: {', '.join(whole)} (cannot split, or a budget too small to)"
+               if whole else "")]
 
 
 def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, Any]) -> None:
@@ -151,57 +167,123 @@ def worker_facts(client) -> dict[str, Any]:
                          "(pip install gpc-harness, or an image that has it)") from None
 
 
-def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *,
-            fn: Callable[[dict], dict] = run_job, progress: Progress | None = None) -> None:
-    """Submit the jobs (in order, as priorities), store each result as it arrives."""
-    from distributed import as_completed
+def job_result(job: Job, future, result) -> dict[str, Any] | None:
+    """The record of a finished job's future (None: cancelled, to run next time)."""
     from distributed.scheduler import KilledWorker
 
+    if future.status == "finished":
+        record = result
+        if not isinstance(record, dict) or record.get("job_id") != job.job_id:
+            return failure_record(job, "error", "the worker returned a wrong record")
+        if "problem" not in record:   # a job that could not start on the worker
+            return {**failure_record(job, record["status"], record["reason"]), **record}
+        return record
+    if future.status == "error":
+        exc = result if isinstance(result, BaseException) else future.exception()
+        if isinstance(exc, KilledWorker):
+            return failure_record(
+                job, "failed",
+                f"KilledWorker: the job's worker process died each time it ran it "
+                f"(crash or out of memory); gave up after the scheduler's allowed "
+                f"failures ({exc})")
+        return failure_record(job, "error", f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def combined_record(job: Job, parts: dict[int, dict]) -> dict[str, Any]:
+    """A split job's record from all its part records (harness.split.combine_record), on the
+    client; a combination that raises (a method's bug) is an error record."""
+    from harness.debugging import exception_reason
+    from harness.spec import make_problem
+    from harness.split import combine_record
+    from harness.sweep.execute import job_identity, job_method
+
+    spec = job.spec()
+    try:
+        record = combine_record(make_problem(job.problem), job_method(spec), job.budget,
+                                list(parts.values()), **job_identity(spec))
+    except Exception as exc:  # noqa: BLE001 - recorded, never lost
+        return failure_record(job, "error", "combining the parts failed: "
+                              + exception_reason(exc))
+    record.update(worker=None, finished_at=datetime.now(UTC).isoformat())
+    return record
+
+
+def stored_parts(store: ResultStore, job: Job, rerun_failed: bool) -> dict[int, dict]:
+    """The parts of a split job already in the store (status ok only, if rerun_failed) that
+    belong to its plan."""
+    return {r["part"]: r for r in store.parts_of(job.job_id)
+            if r["part"] < len(job.part_budgets) and r["budget"] == job.part_budgets[r["part"]]
+            and (r["status"] == "ok" or not rerun_failed)}
+
+
+def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *,
+            fn: Callable[[dict], dict] = run_job, progress: Progress | None = None,
+            part_fn: Callable[[dict], dict] = run_part, rerun_failed: bool = False) -> None:
+    """Submit the jobs (in order, as priorities), store each result as it arrives.
+
+    A split job (Job.part_budgets) is submitted as one task per part not yet in the store, all
+    with the job's priority; each finished part is committed at once (store.add_part), and
+    when the job has all its parts, their combination is its record (store.add_record).
+    """
+    from distributed import as_completed
+
     progress = progress or Progress(len(jobs))
-    by_key: dict[str, Job] = {}
+    tasks: dict[str, tuple[Job, dict | None]] = {}   # key -> (job, part spec or None)
+    have: dict[str, dict[int, dict]] = {}             # split job id -> its part records
     futures = []
     start = time.monotonic()
+
+    def store_record(job: Job, record: dict[str, Any]) -> None:
+        store.add_record(record)
+        outcome.statuses[record["status"]] += 1
+        progress.update(record["status"])
+        if record["status"] in ("failed", "error") and outcome.statuses[record["status"]] <= 3:
+            progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
+                          f"budget {job.budget} / replicate {job.replicate}: "
+                          f"{record.get('reason', '')}")
+
     try:
         for i, job in enumerate(jobs):
-            key = KEY_PREFIX + job.job_id
-            by_key[key] = job
-            futures.append(client.submit(fn, job.spec(), key=key, pure=False,
-                                         priority=len(jobs) - i))
-        outcome.submitted = len(futures)
+            if not job.part_budgets:
+                tasks[KEY_PREFIX + job.job_id] = (job, None)
+                futures.append(client.submit(fn, job.spec(), key=KEY_PREFIX + job.job_id,
+                                             pure=False, priority=len(jobs) - i))
+                continue
+            have[job.job_id] = stored_parts(store, job, rerun_failed)
+            outcome.parts_skipped += len(have[job.job_id])
+            for k, budget in enumerate(job.part_budgets):
+                if k not in have[job.job_id]:
+                    key = f"{PART_KEY_PREFIX}{job.job_id}-{k}"
+                    tasks[key] = (job, part_spec(job.spec(), k, budget))
+                    futures.append(client.submit(part_fn, tasks[key][1], key=key, pure=False,
+                                                 priority=len(jobs) - i))
+        outcome.submitted = len(jobs)
         progress.update(force=True)
-        # results are gathered in the background as jobs finish (no round trip per job here)
+        for job in jobs:   # every part already stored: combine now
+            if job.part_budgets and len(have[job.job_id]) == len(job.part_budgets):
+                store_record(job, combined_record(job, have[job.job_id]))
+        cancelled: set[str] = set()
+        # results are gathered in the background as tasks finish (no round trip per task)
         for future, result in as_completed(futures, with_results=True, raise_errors=False,
                                            loop=client.loop):
-            job = by_key[future.key]
-            if future.status == "finished":
-                record = result
-                if not isinstance(record, dict) or record.get("job_id") != job.job_id:
-                    record = failure_record(job, "error", "the worker returned a wrong record")
-                elif "problem" not in record:   # a job that could not start on the worker
-                    record = {**failure_record(job, record["status"], record["reason"]),
-                              **record}
-            elif future.status == "error":
-                exc = result if isinstance(result, BaseException) else future.exception()
-                if isinstance(exc, KilledWorker):
-                    record = failure_record(
-                        job, "failed",
-                        f"KilledWorker: the job's worker process died each time it ran it "
-                        f"(crash or out of memory); gave up after the scheduler's allowed "
-                        f"failures ({exc})")
-                else:
-                    record = failure_record(job, "error", f"{type(exc).__name__}: {exc}")
-            else:   # cancelled: lost with the scheduler or released elsewhere; runs next time
-                outcome.cancelled += 1
-                future.release()
-                continue
-            store.add_record(record)
+            job, spec = tasks[future.key]
+            record = (job_result(job, future, result) if spec is None
+                      else part_result(spec, future, result))
             future.release()
-            outcome.statuses[record["status"]] += 1
-            progress.update(record["status"])
-            if record["status"] in ("failed", "error") and outcome.statuses[record["status"]] <= 3:
-                progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
-                              f"budget {job.budget} / replicate {job.replicate}: "
-                              f"{record.get('reason', '')}")
+            if record is None:   # cancelled: lost with the scheduler; runs next time
+                cancelled.add(job.job_id)
+                outcome.cancelled = len(cancelled)
+                continue
+            if spec is None:
+                store_record(job, record)
+                continue
+            store.add_part(job.job_id, spec["part"], record)
+            outcome.parts += 1
+            parts = have[job.job_id]
+            parts[spec["part"]] = record
+            if len(parts) == len(job.part_budgets):
+                store_record(job, combined_record(job, parts))
     except KeyboardInterrupt:
         outcome.interrupted = True
         raise
@@ -287,6 +369,12 @@ def run_sweep(
         outcome.total, outcome.skipped = len(jobs), len(jobs) - len(todo)
         print("\n".join(plan_lines(sweep, jobs, limit, store_path)), file=out)
         print(f"{outcome.skipped} done, {len(todo)} to run", file=out, flush=True)
+        split = [j for j in todo if j.part_budgets]
+        if split:
+            n_parts = sum(len(j.part_budgets) for j in split)
+            n_stored = sum(len(stored_parts(db, j, rerun_failed)) for j in split)
+            print(f"{len(split)} of them in {n_parts} parts: {n_stored} parts stored, "
+                  f"{n_parts - n_stored} to run", file=out, flush=True)
         record_metadata(db, sweep, environment_facts())
         record_references(db, sweep, out)
         if todo:
@@ -299,13 +387,15 @@ def run_sweep(
             workers_seen = db.metadata().get("workers") or {}
             workers_seen.update(worker_facts(conn.client))
             db.set_metadata("workers", workers_seen)
-            execute(conn.client, todo, db, outcome, fn=fn, progress=Progress(len(todo), err))
+            execute(conn.client, todo, db, outcome, fn=fn, progress=Progress(len(todo), err),
+                    rerun_failed=rerun_failed)
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
         in_store = db.status_counts(j.job_id for j in jobs)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items()))
     if todo:
         print(f"ran {outcome.stored} jobs in {duration(outcome.elapsed)}"
-              + (f" ({counts})" if counts else ""), file=out)
+              + (f" ({counts})" if counts else "")
+              + (f"; {outcome.parts} parts" if outcome.parts else ""), file=out)
     print(f"store {store_path}: {sum(in_store.values())} of the sweep's {len(jobs)} jobs ("
           + ", ".join(f"{n} {s}" for s, n in sorted(in_store.items())) + ")", file=out)
     if outcome.cancelled:
