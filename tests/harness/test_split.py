@@ -193,3 +193,17 @@ def test_a_worker_killed_mid_estimate(tmp_path):
     assert numbers(record) == numbers(reference)
     assert record["status"] == "ok"
     store.close()
+
+
+def test_cli_on_a_local_cluster_gives_the_in_process_numbers(capsys):
+    import json
+
+    args = ["run", "--problem", PROBLEM, "--method", f"{TOY.path}:ToyOrthantMC",
+            "--budget", "9000", "--parts", "3", "--json"]
+    assert main(args) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert main([*args, "--workers", "2"]) == 0
+    there = json.loads(capsys.readouterr().out)
+    assert numbers(there) == numbers(here) and there["parts"] == 3
+    assert here["part_workers"] == ["this process"] * 3
+    assert all(w.startswith("tcp://127.0.0.1:") for w in there["part_workers"])
