@@ -25,6 +25,10 @@ The checks (CHECKS, in this order):
 - output: status ok at smoke_budget on a 30-point GPC problem; log Z finite and < 0 (or None
   when estimates_log_z is False), its standard error finite and >= 0 or None, one test
   probability in [0, 1] per test point (None when predicts is False), diagnostics plain data;
+- split: only for a method whose split_budget is not None (one estimate split into parts,
+  issue 15): the budgets sum to the budget; parts are JSON-safe (json.dumps(allow_nan=False))
+  and combine to a valid Estimate, the same after a JSON round trip and when the parts run in
+  another order; one part alone combines to a valid Estimate;
 - closed_forms: N = 1, 2, 3 orthant probabilities against the arcsine formulas (MATH.md §2);
   mean of 6 runs within 5 standard errors (+ 0.02 nats, 0.1 for approximations);
 - accuracy: exact methods only, at test_budget, against the exact oracles at N = 200 (one-factor
@@ -52,7 +56,7 @@ import numpy as np
 from harness.debugging import exception_reason
 from harness.errors import InputError
 from harness.estimate import Estimate
-from harness.method import Method, contract_violations
+from harness.method import Method, _positive_int, contract_violations
 from harness.problem import Problem
 
 CHECKS: dict[str, Callable[[type[Method]], str]] = {}
@@ -341,6 +345,49 @@ def check_output(cls):
     except TypeError as exc:
         raise AssertionError(f"diagnostics must be plain numbers and strings: {exc}") from None
     return f"status ok, shapes and ranges (N = {problem.n_train})"
+
+
+@_check
+def check_split(cls):
+    method = cls()
+    budget = cls.smoke_budget
+    budgets = method.split_budget(budget, 3)
+    if budgets is None:
+        raise SkipCheck("split_budget returns None: the method does not split an estimate "
+                        "into parts")
+    assert (isinstance(budgets, list) and 1 <= len(budgets) <= 3
+            and all(_positive_int(b) for b in budgets) and sum(budgets) == budget), (
+        f"split_budget({budget}, 3) = {budgets!r}: want a list of 1 to 3 positive ints summing "
+        f"to {budget}")
+    problem = small_gpc()
+    seeds = range(10, 10 + len(budgets))
+
+    def run_parts(order):
+        done = {i: cls().estimate_part(problem, budgets[i], np.random.default_rng(seeds[i]))
+                for i in order}
+        return [done[i] for i in range(len(budgets))]
+
+    parts = run_parts(range(len(budgets)))
+    shipped = []
+    for i, part in enumerate(parts):
+        assert isinstance(part, dict) and part.get("budget") == budgets[i], (
+            f"estimate_part returned {type(part).__name__} without \"budget\": {budgets[i]}")
+        try:
+            shipped.append(json.loads(json.dumps(part, allow_nan=False)))
+        except (TypeError, ValueError) as exc:
+            raise AssertionError(f"part {i} is not JSON-safe (plain numbers, lists, strings, "
+                                 f"None; no NaN or inf): {exc}") from None
+    est = cls().combine_parts(problem, shipped)
+    assert isinstance(est, Estimate) and est.status == "ok", (
+        f"combine_parts of {len(budgets)} parts: {getattr(est, 'status', est)!r} "
+        f"{getattr(est, 'reason', '')}")
+    assert _same(est, cls().combine_parts(problem, parts)), (
+        "the parts combine to another estimate after a JSON round trip")
+    assert _same(est, cls().combine_parts(problem, run_parts(reversed(range(len(budgets)))))), (
+        "parts run in another order combine to another estimate: keep no state between parts")
+    one = cls().combine_parts(problem, shipped[:1])
+    assert one.status == "ok", f"combine_parts of one part failed: {one.reason}"
+    return f"{len(budgets)} parts, JSON-safe, combined the same in any order"
 
 
 def _closed_form(R: np.ndarray) -> float:

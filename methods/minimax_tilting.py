@@ -33,9 +33,8 @@ import time
 
 import numpy as np
 
-from harness.estimate import Estimate
 from harness.footprint import MemoryEstimate
-from harness.methods.sov import Sov, SovStep
+from harness.methods.sov import Factor, SetupFailed, Sov, SovStep
 from harness.problem import Problem
 from harness.reorder import cached, ordered_problem
 from harness.saddle_point import solve_saddle_point
@@ -103,16 +102,12 @@ class MinimaxTilting(Sov):
     def make_step(self, E, rows, rng) -> TiltStep:
         return TiltStep(E, self._mu)
 
-    def _estimate(self, problem, budget, rng) -> Estimate:
+    def set_up(self, problem: Problem) -> tuple[Factor, dict]:
+        """SOV's factor, and the saddle-point shifts μ with their diagnostics (cached per
+        problem, so identical in every part of a split estimate)."""
+        fac, setup = super().set_up(problem)
         try:
             self._mu, info = self.shifts(problem)
         except np.linalg.LinAlgError as exc:
-            return Estimate.failed(f"the saddle-point system could not be solved: {exc}")
-        est = super()._estimate(problem, budget, rng)
-        if est.status != "ok":
-            return est
-        return Estimate(est.log_marginal_likelihood, est.test_probabilities,
-                        log_marginal_likelihood_se=est.log_marginal_likelihood_se,
-                        diagnostics={**est.diagnostics, **info,
-                                     "mu_max_abs": float(np.max(np.abs(self._mu)))})
-
+            raise SetupFailed(f"the saddle-point system could not be solved: {exc}") from None
+        return fac, {**setup, **info, "mu_max_abs": float(np.max(np.abs(self._mu)))}

@@ -25,7 +25,7 @@ overstates the spread about twice (conservative). The soft count's own per-step 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
@@ -33,7 +33,8 @@ from scipy.special import log_ndtr, logsumexp, ndtr
 from harness.errors import InputError
 from harness.estimate import Estimate
 from harness.footprint import MemoryEstimate, dense
-from harness.method import Method
+from harness.method import Method, split_evenly
+from harness.partdata import plain
 from harness.problem import Problem
 from harness.rowops import warm_up
 from harness.sequential import CholeskyWalk, Resample
@@ -53,6 +54,18 @@ class _Chunk:
     ancestors: int          # distinct first-variable ancestors of the final particles
     distinct: int           # distinct final particles
     test: np.ndarray
+
+    def to_json(self) -> dict:
+        """Plain JSON-safe data (an infinite rel_var, from a step probability below ~1e-308,
+        as None)."""
+        return {**plain({k: v for k, v in asdict(self).items() if k != "test"}),
+                "rel_var": self.rel_var if np.isfinite(self.rel_var) else None,
+                "test": [float(x) for x in self.test]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> _Chunk:
+        rel_var = np.inf if data["rel_var"] is None else data["rel_var"]
+        return cls(**{**data, "rel_var": rel_var, "test": np.asarray(data["test"], float)})
 
 
 class AllRejected(Exception):
@@ -136,21 +149,40 @@ class RejectionBootstrap(Method):
             held={"dense R": dense(n_train), "dense factor L": dense(n_train),
                   "test rows": 2 * dense(n_train, n_test)}, work=work)
 
-    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+    # ---- one estimate, or one split into parts (Method.split_budget) ---------------------
+    def split_budget(self, budget: int, parts: int) -> list[int]:
+        """Near-equal particle counts, one per part (at most `budget` parts). Each part is
+        this method's estimate at its budget: independent particle-filter runs over its
+        memory chunks, recombined exactly with every other part's (MATH.md §5). The hard
+        count's Ẑ stays unbiased; the soft count's O(1/M) bias is that of the chunk size M,
+        which can be smaller than in one estimate at the whole budget."""
+        return split_evenly(budget, parts)
+
+    def _estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
+        """The results of this budget's chunks (independent runs), as plain data."""
         walk = CholeskyWalk(problem.chol, self.block_size or None)
-        sizes = self.chunk_sizes(budget, problem.n_train, problem.n_test)
-        runs, dead = [], []
-        for n in sizes:
+        chunks = []
+        for n in self.chunk_sizes(budget, problem.n_train, problem.n_test):
             try:
-                runs.append(self._run_chunk(walk, problem, n, rng))
+                chunks.append(self._run_chunk(walk, problem, n, rng).to_json())
             except AllRejected as exc:  # this chunk's Ẑ is 0: still part of the unbiased mean
-                dead.append(exc.variable)
+                chunks.append({"particles": n, "dead_variable": exc.variable})
+        return {"chunks": chunks, "block_size": walk.block_size}
+
+    def _combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
+        """Ẑ = Σ_c (M_c / M) Ẑ_c over the chunks of every part (dead chunks: Ẑ_c = 0), test
+        probabilities the Ẑ-share-weighted mean of the chunks' J*_c, and the binomial
+        variance (A.44) of each chunk combined with the squared shares (MATH.md §5)."""
+        every = [c for p in parts for c in p["chunks"]]
+        budget = sum(c["particles"] for c in every)
+        runs = [_Chunk.from_json(c) for c in every if "dead_variable" not in c]
+        dead = [c["dead_variable"] for c in every if "dead_variable" in c]
         if not runs:
             return Estimate.failed(
                 f"all particles rejected at variable {min(dead) + 1} of {problem.n_train} in "
-                f"every chunk ({len(sizes)} of {sizes[0]}): the orthant probability is too "
-                "small for this budget",
-                failed_variable=min(dead), chunks=len(sizes),
+                f"every chunk ({len(every)} of {every[0]['particles']}): the orthant "
+                "probability is too small for this budget",
+                failed_variable=min(dead), chunks=len(every),
             )
         M = np.array([r.particles for r in runs])
         log_z = np.array([r.log_z for r in runs])
@@ -165,10 +197,10 @@ class RejectionBootstrap(Method):
             total, test,
             log_marginal_likelihood_se=float(np.sqrt(np.sum(w**2 * var))),
             diagnostics={
-                "chunks": len(sizes),
+                "chunks": len(every),
                 "dead_chunks": len(dead),
-                "particles_per_chunk": sizes[0],
-                "block_size": walk.block_size,
+                "particles_per_chunk": every[0]["particles"],
+                "block_size": parts[0]["block_size"],
                 "min_log_p_step": worst.min_log_p,
                 "min_p_variable": worst.min_p_variable,
                 "distinct_ancestors": sum(r.ancestors for r in runs),
@@ -176,6 +208,9 @@ class RejectionBootstrap(Method):
                 "se_method": "binomial approximation A.44",
             },
         )
+
+    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+        return self.combine_parts(problem, [self.estimate_part(problem, budget, rng)])
 
     def _run_chunk(self, walk: CholeskyWalk, problem: Problem, n: int, rng) -> _Chunk:
         """One independent run with n particles (raises AllRejected if it dies)."""

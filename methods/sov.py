@@ -70,7 +70,8 @@ from harness.deadline import check_deadline
 from harness.errors import InputError
 from harness.estimate import Estimate
 from harness.footprint import MemoryEstimate, dense
-from harness.method import Method
+from harness.method import Method, split_evenly
+from harness.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
 from harness.problem import Problem
 from harness.qmc import DEGENERATE_SHARE, KINDS, SOBOL_MAX_DIM, PointSet, batch_error, split_budget
 from harness.reorder import REORDERINGS, ordered_problem
@@ -135,6 +136,74 @@ class SovRun:
     ess: float
     max_weight_share: float
     chunks: int
+
+
+@dataclass(frozen=True)
+class SovSums:
+    """Sufficient statistics of K independent SOV randomisations (MATH.md §6): everything the
+    estimate is built from, so randomisations run apart (parts of a split estimate) combine
+    exactly by concatenation (`concat`). Log-sums are -inf when a sum is zero."""
+
+    sizes: np.ndarray            # (K,) points per randomisation
+    log_w: np.ndarray            # (K,) log Σ W over each randomisation
+    log_wf: np.ndarray           # (K, n_test) log Σ W Φ(c*/s) over each randomisation
+    log_w2: float                # log Σ W² over every point
+    max_log_w: float             # the largest log weight
+    chunks: int                  # memory chunks the points were walked in
+
+    def to_json(self) -> dict:
+        """Plain JSON-safe data (harness.partdata: -inf log-sums as None)."""
+        return {"sizes": [int(m) for m in self.sizes], "log_sum_w": encode_logs(self.log_w),
+                "log_sum_w_test": encode_logs(self.log_wf), "log_sum_w2": encode_log(self.log_w2),
+                "max_log_w": encode_log(self.max_log_w), "chunks": int(self.chunks)}
+
+    @classmethod
+    def from_json(cls, data: dict, n_test: int) -> SovSums:
+        sizes = np.asarray(data["sizes"], dtype=np.int64)
+        log_wf = decode_logs(data["log_sum_w_test"]).reshape(len(sizes), n_test)
+        return cls(sizes, decode_logs(data["log_sum_w"]).reshape(len(sizes)), log_wf,
+                   decode_log(data["log_sum_w2"]), decode_log(data["max_log_w"]),
+                   int(data["chunks"]))
+
+    @classmethod
+    def concat(cls, sums: list[SovSums]) -> SovSums:
+        """The randomisations of every element, in order (one element: itself, unchanged)."""
+        if len(sums) == 1:
+            return sums[0]
+        return cls(np.concatenate([s.sizes for s in sums]),
+                   np.concatenate([s.log_w for s in sums]),
+                   np.concatenate([s.log_wf for s in sums]),
+                   float(np.logaddexp.reduce([s.log_w2 for s in sums])),
+                   max(s.max_log_w for s in sums), sum(s.chunks for s in sums))
+
+
+def sov_run(sums: SovSums) -> SovRun:
+    """The SOV estimate from its sufficient statistics (MATH.md §6): Ẑ pooled over the
+    randomisations (qmc.batch_error), J* = Σ W Φ(c*/s) / Σ W with the same samples, their
+    standard errors from the spread of the randomisations (linearised ratio)."""
+    sizes, lse, num = sums.sizes, sums.log_w, sums.log_wf
+    K, n_test = num.shape
+    log_z_k = lse - np.log(sizes)
+    err = batch_error(log_z_k, sizes)
+    total = float(logsumexp(lse))
+    test, test_se = np.empty(0), np.empty(0)
+    if n_test:
+        test = np.clip(np.exp(logsumexp(num, axis=0) - total), 0.0, 1.0)
+        if K > 1:
+            share = np.exp(lse - total)[:, None]
+            J_k = np.exp(num - lse[:, None])
+            test_se = np.sqrt(K / (K - 1) * np.sum(share**2 * (J_k - test) ** 2, axis=0))
+        else:
+            test_se = np.full(n_test, np.nan)
+    return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=err.log_mean, log_z_se=err.se,
+                  log_z_delta_se=err.delta_se, k_eff=err.k_eff, top_share=err.top_share,
+                  test=test,
+                  test_se=test_se, ess=float(np.exp(2 * total - sums.log_w2)),
+                  max_weight_share=float(np.exp(sums.max_log_w - total)), chunks=sums.chunks)
+
+
+class SetupFailed(Exception):
+    """The set-up of an SOV-family estimate failed (the message is the Estimate's reason)."""
 
 
 class Sov(Method):
@@ -235,7 +304,13 @@ class Sov(Method):
 
     def run(self, problem: Problem, budget: int, rng: np.random.Generator) -> SovRun:
         """The SOV estimate with its per-randomisation parts (see SovRun)."""
-        fac = self.factor(problem)
+        return sov_run(self.sums(problem, budget, rng, self.factor(problem)))
+
+    def sums(self, problem: Problem, budget: int, rng: np.random.Generator,
+             fac: Factor) -> SovSums:
+        """Walk `budget` points in `randomisations` independent randomisations (near-equal
+        sizes, qmc.split_budget) through the factor, in memory-bounded chunks: their
+        sufficient statistics (SovSums)."""
         N, n_test = problem.n_train, problem.n_test
         sizes = split_budget(budget, self.randomisations)
         K = len(sizes)
@@ -259,23 +334,7 @@ class Sov(Method):
             if n_test:
                 self._accumulate_tests(fac, result, logw, rows, num)
             chunks += 1
-        log_z_k = lse - np.log(sizes)
-        err = batch_error(log_z_k, sizes)
-        total = float(logsumexp(lse))
-        test, test_se = np.empty(0), np.empty(0)
-        if n_test:
-            test = np.clip(np.exp(logsumexp(num, axis=0) - total), 0.0, 1.0)
-            if K > 1:
-                share = np.exp(lse - total)[:, None]
-                J_k = np.exp(num - lse[:, None])
-                test_se = np.sqrt(K / (K - 1) * np.sum(share**2 * (J_k - test) ** 2, axis=0))
-            else:
-                test_se = np.full(n_test, np.nan)
-        return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=err.log_mean, log_z_se=err.se,
-                      log_z_delta_se=err.delta_se, k_eff=err.k_eff, top_share=err.top_share,
-                      test=test,
-                      test_se=test_se, ess=float(np.exp(2 * total - lse2)),
-                      max_weight_share=float(np.exp(max_logw - total)), chunks=chunks)
+        return SovSums(sizes, lse, num, float(lse2), max_logw, chunks)
 
     @staticmethod
     def _accumulate_tests(fac: Factor, result: WalkResult, logw, rows, num) -> None:
@@ -293,22 +352,62 @@ class Sov(Method):
             for k, r0, m in rows:
                 num[k, cols] = np.logaddexp(num[k, cols], logsumexp(T[r0 : r0 + m], axis=0))
 
-    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+    # ---- one estimate, or one split into parts (Method.split_budget) ---------------------
+    def set_up(self, problem: Problem) -> tuple[Factor, dict]:
+        """The factor and the set-up diagnostics (the same for every part of a split
+        estimate; cached per problem). Raises SetupFailed with the reason."""
         try:
             fac = self.factor(problem)
         except np.linalg.LinAlgError as exc:
-            return Estimate.failed(f"the reordered Cholesky factorisation failed: {exc}")
-        run = self.run(problem, budget, rng)
+            raise SetupFailed(f"the reordered Cholesky factorisation failed: {exc}") from None
+        return fac, {"points": self.point_kind(problem.n_train),
+                     "block_size": fac.walk.block_size, **fac.diagnostics}
+
+    def split_budget(self, budget: int, parts: int) -> list[int]:
+        """A part is a set of `randomisations` whole randomisations: each part runs this
+        method's estimate at its budget (K = `randomisations` independent randomisations of
+        near-equal size), and the combined estimate pools the P x K randomisations of all
+        parts (MATH.md §6: Ẑ weighted by size, ratio estimator's sums added, standard errors
+        from the spread of all P x K). The part budgets are cut so that all P x K
+        randomisations have the same size up to one point, as one estimate at `budget` with
+        P x K randomisations would; the budget is then spent at points-per-randomisation
+        budget / (P K) (QMC's advantage within a randomisation shrinks as P grows). At most
+        budget // K parts."""
+        return split_evenly(budget, parts, self.randomisations)
+
+    def _estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
+        """SovSums of K randomisations at this budget, and the set-up diagnostics."""
+        try:
+            fac, setup = self.set_up(problem)
+        except SetupFailed as exc:
+            return {"failed": str(exc)}
+        sums = self.sums(problem, budget, rng, fac)
+        bad = [v for v in (sums.log_w, sums.log_wf, sums.log_w2, sums.max_log_w)
+               if np.any(np.isnan(v) | (np.asarray(v) == np.inf))]
+        if bad:
+            return {"failed": "the SOV weights are not finite (NaN or +inf log-sums)"}
+        return {**sums.to_json(), "setup": plain(setup)}
+
+    def _combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
+        """The estimate of the randomisations of every part, concatenated in part order
+        (sov_run); set-up diagnostics (identical in every part but for timings) from the
+        first part."""
+        sums = SovSums.concat([SovSums.from_json(p, problem.n_test) for p in parts])
+        return self._sov_estimate(problem, sov_run(sums), parts[0]["setup"])
+
+    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+        return self.combine_parts(problem, [self.estimate_part(problem, budget, rng)])
+
+    def _sov_estimate(self, problem: Problem, run: SovRun, setup: dict) -> Estimate:
+        """The Estimate and its diagnostics from a SovRun (every SOV-family estimate)."""
         diagnostics = {
-            "points": self.point_kind(problem.n_train),
             "randomisations": len(run.sizes),
             "points_per_randomisation": int(run.sizes[0]),
-            "block_size": fac.walk.block_size,
             "chunks": run.chunks,
             "ess": run.ess,
-            "ess_fraction": run.ess / budget,
+            "ess_fraction": run.ess / int(run.sizes.sum()),
             "max_weight_share": run.max_weight_share,
-            **fac.diagnostics,
+            **setup,
         }
         if not np.isfinite(run.log_z):
             return Estimate.failed(

@@ -57,6 +57,27 @@ class PredictsUndeclared(Sov):
     predicts = False
 
 
+class PartsWithNan(Sov):
+    """Parts that carry a NaN: not JSON-safe."""
+
+    name = "parts-with-nan"
+
+    def _estimate_part(self, problem, budget, rng):
+        return {**super()._estimate_part(problem, budget, rng), "spread": float("nan")}
+
+
+class PartsWithState(Sov):
+    """Each part's stream depends on how many parts ran before it (state between calls)."""
+
+    name = "parts-with-state"
+    calls = 0
+
+    def _estimate_part(self, problem, budget, rng):
+        PartsWithState.calls += 1
+        return super()._estimate_part(problem, budget,
+                                      np.random.default_rng(rng.integers(99) + self.calls))
+
+
 class Toy(Method):
     """Independent variables (-N log 2, 1/2 everywhere), with a few planted faults."""
 
@@ -87,14 +108,15 @@ def _failure(cls, check):
 
 def test_checks_in_order():
     assert list(CHECKS) == ["contract", "settings", "bad_budgets", "determinism", "output",
-                            "closed_forms", "accuracy"]
+                            "split", "closed_forms", "accuracy"]
 
 
 def test_a_sound_method_passes_quickly():
     report = check_method(Toy, quick=True)
     assert not report.failed
     status = {r.check: r.status for r in report.results}
-    assert status["closed_forms"] == status["accuracy"] == "skipped"
+    assert status["closed_forms"] == status["accuracy"] == status["split"] == "skipped"
+    assert "does not split" in {r.check: r.detail for r in report.results}["split"]
     assert "quick=True" in str(report)
 
 
@@ -105,6 +127,8 @@ def test_a_sound_method_passes_quickly():
     (ClaimsDeterministic, "determinism", "stochastic = False, but seeds 5 and 6"),
     (OutOfRange, "output", "test probabilities outside [0, 1]"),
     (PredictsUndeclared, "output", "predicts = False, but test probabilities"),
+    (PartsWithNan, "split", "part 0 is not JSON-safe"),
+    (PartsWithState, "split", "keep no state between parts"),
     (Renamed, "settings", "AttributeError: 'Renamed' object has no attribute 'scale'"),
 ])
 def test_each_check_fails_on_a_planted_bug(cls, check, fragment):
@@ -148,7 +172,7 @@ def test_check_method_raises_one_readable_report():
         check_method(Shifted)
     text = str(info.value)
     lines = text.splitlines()
-    assert lines[0] == ("harness.testing checks of method 'shifted' (Shifted): 5 passed, "
+    assert lines[0] == ("harness.testing checks of method 'shifted' (Shifted): 6 passed, "
                         "2 failed, 0 skipped")
     assert any(line.startswith("  FAILED   accuracy") for line in lines)
     assert any(line.startswith("  passed   determinism") for line in lines)

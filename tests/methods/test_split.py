@@ -1,0 +1,215 @@
+"""One estimate split into parts and recombined exactly (issue 15, the method side).
+
+For every splitting method (the SOV family through Sov, rejection-bootstrap): parts run with
+the streams rng_for({**key, "part": i}) combine to the same Estimate whatever order they ran in
+and after a strict JSON round trip; one part at budget b is the method's estimate at b; the
+combined Ẑ is the budget-weighted mean of the parts' Ẑ and J* the Ẑ-weighted mean of their J*
+(MATH.md §5, §6); and against exact truth the combined estimate lies within its own standard
+error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from harness.datasets.linear1d import linear1d
+from harness.datasets.onefactor import onefactor
+from harness.qmc import split_budget as qmc_split
+from harness.registry import get_method, methods
+from harness.seeding import rng_for
+from harness.spec import make_problem
+
+SPLITTING = [("sov", {}), ("sov", {"points": "lattice", "reorder": "univariate"}),
+             ("sir", {}), ("minimax-tilting", {}), ("sov-tlr", {}),
+             ("rejection-bootstrap", {"count": "hard"}), ("rejection-bootstrap", {"count": "soft"})]
+IDS = [f"{name}-{'-'.join(map(str, s.values())) or 'default'}" for name, s in SPLITTING]
+SOV_FAMILY = ("sov", "sir", "minimax-tilting", "sov-tlr")
+
+
+def _method(name, settings):
+    return get_method(name)(**settings)
+
+
+def _parts(method, problem, budget, parts, order=None, key=None):
+    """The parts of one split estimate, each from its keyed stream, run in `order`."""
+    key = key or {"problem": "test", "method": method.label(), "budget": budget}
+    budgets = method.split_budget(budget, parts)
+    done = {}
+    for i in order or range(len(budgets)):
+        done[i] = method.estimate_part(problem, budgets[i], rng_for({**key, "part": i}))
+    return [done[i] for i in range(len(budgets))]
+
+
+def _assert_same(a, b):
+    assert a.status == b.status == "ok", (a.reason, b.reason)
+    assert a.log_marginal_likelihood == b.log_marginal_likelihood
+    assert a.log_marginal_likelihood_se == b.log_marginal_likelihood_se
+    np.testing.assert_array_equal(a.test_probabilities, b.test_probabilities)
+    if a.test_probabilities_se is None:
+        assert b.test_probabilities_se is None
+    else:
+        np.testing.assert_array_equal(a.test_probabilities_se, b.test_probabilities_se)
+    assert json.dumps(dict(a.diagnostics), sort_keys=True) == json.dumps(
+        dict(b.diagnostics), sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def gpc():
+    return linear1d(n_train=40, n_test=6, seed=2)
+
+
+@pytest.mark.parametrize(("name", "settings"), SPLITTING, ids=IDS)
+def test_split_budget_sums_to_the_budget(name, settings):
+    method = _method(name, settings)
+    for budget, parts in [(1000, 4), (1003, 3), (17, 5), (3, 8), (1, 1)]:
+        b = method.split_budget(budget, parts)
+        assert sum(b) == budget and 1 <= len(b) <= parts and min(b) >= 1
+        assert all(isinstance(x, int) for x in b)
+        assert max(b) - min(b) <= getattr(method, "randomisations", 1)
+    assert len(method.split_budget(1000, 4)) == 4
+
+
+@pytest.mark.parametrize(("name", "settings"), SPLITTING, ids=IDS)
+def test_the_combined_estimate_does_not_depend_on_the_order_or_json(name, settings, gpc):
+    """Parts computed in any order (by a fresh method each time) and parts that went through
+    json.dumps(..., allow_nan=False) combine to the identical Estimate."""
+    method = _method(name, settings)
+    forward = _parts(method, gpc, 1200, 4)
+    backward = _parts(_method(name, settings), gpc, 1200, 4, order=[3, 1, 0, 2])
+    a = method.combine_parts(gpc, forward)
+    _assert_same(a, _method(name, settings).combine_parts(gpc, backward))
+    shipped = [json.loads(json.dumps(p, allow_nan=False)) for p in forward]
+    _assert_same(a, method.combine_parts(gpc, shipped))
+    assert a.diagnostics[_count_key(name)] == _count(name, forward)
+
+
+def _count_key(name):
+    return "randomisations" if name in SOV_FAMILY else "chunks"
+
+
+def _count(name, parts):
+    return sum(len(p["sizes"]) if name in SOV_FAMILY else len(p["chunks"]) for p in parts)
+
+
+@pytest.mark.parametrize(("name", "settings"), SPLITTING, ids=IDS)
+def test_one_part_is_the_estimate_at_its_budget(name, settings, gpc):
+    method = _method(name, settings)
+    part = method.estimate_part(gpc, 900, np.random.default_rng(4))
+    assert part["budget"] == 900
+    _assert_same(method.combine_parts(gpc, [part]),
+                 method.estimate(gpc, 900, np.random.default_rng(4)))
+
+
+@pytest.mark.parametrize(("name", "settings"), SPLITTING, ids=IDS)
+def test_parts_combine_as_the_weighted_mean_of_their_estimates(name, settings, gpc):
+    """Ẑ = Σ_p (b_p / B) Ẑ_p and J* = Σ_p b_p Ẑ_p J*_p / Σ_p b_p Ẑ_p (MATH.md §5, §6),
+    computed here from each part's own estimate."""
+    method = _method(name, settings)
+    parts = _parts(method, gpc, 1500, 3)
+    alone = [method.combine_parts(gpc, [p]) for p in parts]
+    b = np.array([p["budget"] for p in parts], float)
+    lz = np.array([e.log_marginal_likelihood for e in alone])
+    log_share = lz + np.log(b / b.sum())
+    combined = method.combine_parts(gpc, parts)
+    assert combined.log_marginal_likelihood == pytest.approx(logsumexp(log_share), abs=1e-12)
+    w = np.exp(log_share - logsumexp(log_share))
+    J = np.array([e.test_probabilities for e in alone])
+    np.testing.assert_allclose(combined.test_probabilities, w @ J, rtol=1e-12, atol=1e-15)
+
+
+def test_sov_parts_hold_whole_randomisations_of_equal_size():
+    """P parts of K randomisations are the P K near-equal randomisations of one estimate."""
+    problem = onefactor(n=30, seed=1)
+    method = get_method("sov")(randomisations=5)
+    parts = _parts(method, problem, 1003, 4)
+    assert [len(p["sizes"]) for p in parts] == [5] * 4
+    np.testing.assert_array_equal(np.concatenate([p["sizes"] for p in parts]),
+                                  qmc_split(1003, 20))
+    est = method.combine_parts(problem, parts)
+    assert est.diagnostics["randomisations"] == 20
+
+
+@pytest.mark.parametrize("name", ["minimax-tilting", "sov-tlr"])
+def test_set_up_diagnostics_survive_the_combination(name, gpc):
+    method = get_method(name)()
+    parts = _parts(method, gpc, 800, 2)
+    assert parts[0]["setup"] == {**parts[1]["setup"], **{
+        k: v for k, v in parts[0]["setup"].items() if "seconds" in k}}
+    d = method.combine_parts(gpc, parts).diagnostics
+    keys = ("saddle_converged", "mu_max_abs") if name == "minimax-tilting" else (
+        "rank_mean", "rank_max", "tile_size")
+    for k in keys:
+        assert d[k] == parts[0]["setup"][k]
+
+
+def _truth_cases():
+    return [("onefactor-200", lambda: onefactor(n=200, seed=11)),
+            ("linear1d-p1", lambda: make_problem("linear1d-p1"))]
+
+
+@pytest.fixture(scope="module")
+def truth_problems():
+    return {name: build() for name, build in _truth_cases()}
+
+
+@pytest.mark.parametrize("problem_name", [c[0] for c in _truth_cases()])
+@pytest.mark.parametrize(("name", "settings"), SPLITTING, ids=IDS)
+def test_four_parts_against_exact_truth(name, settings, problem_name, truth_problems):
+    """The combined estimate of 4 parts within 4 of its own standard errors of the exact
+    log Z, and (where the method states them) the test probabilities within theirs."""
+    problem = truth_problems[problem_name]
+    method = _method(name, settings)
+    budget = 8000
+    est = method.combine_parts(problem, _parts(method, problem, budget, 4))
+    truth = problem.truth
+    err = abs(est.log_marginal_likelihood - truth.log_marginal_likelihood)
+    assert err <= 4 * est.log_marginal_likelihood_se + 1e-3, (err, est.log_marginal_likelihood_se)
+    if not problem.n_test:
+        return
+    perr = np.abs(est.test_probabilities - truth.test_probabilities)
+    if est.test_probabilities_se is not None:
+        se = est.test_probabilities_se
+        assert np.all(perr <= 5 * se + 1e-4), (perr / se).max()
+        assert np.mean(perr) <= 2 * np.mean(se) + 1e-4
+    else:   # rejection-bootstrap states no test SE: its usual accuracy bound
+        assert np.mean(perr) < 0.02
+
+
+def test_a_failed_part_fails_the_combination(gpc):
+    method = get_method("sov")()
+    good = method.estimate_part(gpc, 100, np.random.default_rng(0))
+    est = method.combine_parts(gpc, [good, {"budget": 100, "failed": "the factor broke"}])
+    assert est.status == "failed" and est.reason == "the factor broke"
+    with pytest.raises(ValueError, match="part 1"):
+        method.combine_parts(gpc, [good, {"nonsense": 1}])
+    with pytest.raises(ValueError, match="at least one"):
+        method.combine_parts(gpc, [])
+
+
+def test_all_rejected_parts_are_a_failed_estimate():
+    """Dead rejection-bootstrap chunks count as Ẑ = 0 in every part: all dead is a failure."""
+    problem = onefactor(n=120, seed=1, dmin=-0.99, dmax=0.99)
+    method = get_method("rejection-bootstrap")(count="hard")
+    parts = _parts(method, problem, 4, 2)
+    assert all("dead_variable" in c for p in parts for c in p["chunks"])
+    est = method.combine_parts(problem, [json.loads(json.dumps(p, allow_nan=False))
+                                         for p in parts])
+    assert est.status == "failed" and "rejected" in est.reason
+
+
+def test_methods_that_do_not_split_say_so(gpc):
+    splitting = {name for name, _ in SPLITTING}
+    for name, cls in methods().items():
+        method = cls()
+        if name in splitting:
+            assert method.splits()
+            continue
+        assert method.split_budget(1000, 4) is None and not method.splits()
+        with pytest.raises(NotImplementedError, match="cannot split"):
+            method.estimate_part(gpc, 100, np.random.default_rng(0))
+        with pytest.raises(NotImplementedError, match="cannot combine"):
+            method.combine_parts(gpc, [{"budget": 100}])
