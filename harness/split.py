@@ -22,8 +22,11 @@ from typing import Any
 
 from harness.errors import InputError
 
-AUTO_PART_WORK = 2**30   # "auto": about this many budget units x N² per part (~0.5 s of SOV)
-AUTO_MAX_PARTS = 64      # "auto": at most this many parts
+AUTO_PART_WORK = 2**32   # "auto": parts of at least about this many budget units x N²
+#                          (~4 s of sov: Dask's per-task cost stays negligible)
+AUTO_MAX_PARTS = 16      # "auto": at most this many parts (a SOV part holds `randomisations`
+#                          whole randomisations, and fewer points per randomisation lose
+#                          some of QMC's advantage: methods/sov.py, Sov.split_budget)
 PART_KEY_PREFIX = "gpc-part-"
 LOCAL = "this process"   # the worker of parts run without a cluster
 SPLITTING = "sov, sov-tlr, sir, minimax-tilting or rejection-bootstrap"
@@ -37,19 +40,20 @@ def part_key(job_key: dict, part: int) -> dict:
 
 # ---- planning (client side) -------------------------------------------------------------------
 def splits(method) -> bool:
-    """Whether this method instance can split an estimate into parts."""
-    split = getattr(method, "split_budget", None)
-    return split is not None and split(1, 1) is not None
+    """Whether this method instance can split an estimate into parts (Method.splits)."""
+    return method.splits()
 
 
 def resolve_parts(method, budget: int, n_train: int, parts: int | str,
                   field: str = "parts") -> int:
-    """The number of parts to ask split_budget for: `parts`, or for "auto" about one part per
-    AUTO_PART_WORK units of budget x N² (the cost of a sequential estimator's sample grows
-    with N²), between 1 and AUTO_MAX_PARTS. From the method, budget and N only."""
+    """The number of parts to ask split_budget for: `parts`, or for "auto" the smallest power
+    of two that gives parts of at most AUTO_PART_WORK units of budget x N² (a sequential
+    estimator's sample costs O(N²)), at most AUTO_MAX_PARTS. From the method, budget and N
+    only, never from the workers; a power of two keeps 2, 4, 8 or 16 workers evenly loaded."""
     if parts == "auto":
         work = int(budget) * max(int(n_train), 1) ** 2
-        return int(min(AUTO_MAX_PARTS, max(1, -(-work // AUTO_PART_WORK))))
+        wanted = max(1, -(-work // AUTO_PART_WORK))
+        return int(min(AUTO_MAX_PARTS, 1 << (wanted - 1).bit_length()))
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise InputError(field, f"must be \"auto\" or an integer >= 1, got {parts!r}")
     return int(parts)

@@ -47,6 +47,16 @@ def numbers(record: dict) -> dict:
     return {k: record.get(k) for k in NUMBERS}
 
 
+# the real splitting methods, on an exact-truth problem (N = 100)
+REAL_PROBLEM = "linear1d:n_train=100,n_test=20"
+REAL = {"sov": {}, "rejection-bootstrap": {"count": "hard"}}
+
+
+def real(name: str, parts=4, budget=8000, **kwargs) -> dict:
+    return run_split(REAL_PROBLEM, name, REAL[name], budget, {**KEY, "method": name}, parts,
+                     **kwargs)
+
+
 # ---- in this process ------------------------------------------------------------------------
 def test_parts_are_independent_streams_and_combine_exactly():
     record = split(parts=4)
@@ -106,10 +116,10 @@ def test_a_failing_part_is_a_record_not_an_exception():
 def test_auto_parts_depend_on_method_budget_and_n_only():
     method = toy()
     assert resolve_parts(method, 1000, 4, "auto") == 1
-    assert resolve_parts(method, 10**6, 1000, "auto") == AUTO_MAX_PARTS
-    mid = resolve_parts(method, 20000, 500, "auto")
-    assert 1 < mid < AUTO_MAX_PARTS
-    assert resolve_parts(method, 40000, 500, "auto") > mid
+    assert resolve_parts(method, 10**7, 1000, "auto") == AUTO_MAX_PARTS
+    assert resolve_parts(method, 2**32 // 400**2, 400, "auto") == 1
+    assert resolve_parts(method, 2**32 // 400**2 + 1, 400, "auto") == 2
+    assert resolve_parts(method, 5 * 2**32 // 400**2, 400, "auto") == 8   # a power of two
     for bad in (0, -1, "3", 2.5, True):
         with pytest.raises(InputError, match="parts"):
             resolve_parts(method, 1000, 4, bad)
@@ -146,28 +156,64 @@ def test_cli_parts_and_a_method_that_cannot_split(capsys):
 
 
 # ---- on local clusters of worker processes --------------------------------------------------
+@pytest.mark.parametrize("name", REAL)
+def test_real_methods_split_exactly(name):
+    """sov and rejection-bootstrap (hard count) through run_split: the record is the method's
+    combination of its own parts on the part streams; sov's log Ẑ is within 4 of its SEs of
+    the exact truth (rejection-bootstrap's SE is checked by its own tests)."""
+    from harness.registry import get_method
+
+    record = real(name)
+    problem, method = make_problem(REAL_PROBLEM), get_method(name)(**REAL[name])
+    budgets = part_budgets(method, 8000, 4)
+    key = {**KEY, "method": name}
+    direct = method.combine_parts(problem, [
+        method.estimate_part(problem, b, rng_for(part_key(key, i)))
+        for i, b in enumerate(budgets)])
+    assert record["status"] == "ok" and record["parts"] == 4
+    assert record["log_marginal_likelihood"] == direct.log_marginal_likelihood
+    assert record["test_probabilities"] == direct.test_probabilities.tolist()
+    assert record["log_marginal_likelihood_se"] == direct.log_marginal_likelihood_se
+    if name == "sov":
+        assert record["abs_log_error"] < 4 * record["log_marginal_likelihood_se"]
+        assert record["mae"] < 0.01
+
+
 def test_one_and_three_workers_give_bit_identical_numbers():
     from harness.sweep.cluster import connect
 
-    here = split(parts=6)
+    here = {"toy": split(parts=6), "sov": real("sov", parts=6)}
     results = {}
     for n in (1, 3):
         with connect(workers=n) as conn:
-            results[n] = split(parts=6, client=conn.client)
-    assert results[1]["workers"] == 1 and results[3]["workers"] >= 2
-    assert numbers(results[1]) == numbers(results[3]) == numbers(here)
-    assert results[1]["diagnostics"]["hits"] == results[3]["diagnostics"]["hits"]
+            results[n] = {"toy": split(parts=6, client=conn.client),
+                          "sov": real("sov", parts=6, client=conn.client)}
+    for name in here:
+        one, three = results[1][name], results[3][name]
+        assert one["workers"] == 1 and three["workers"] >= 2
+        assert one["status"] == "ok"
+        assert numbers(one) == numbers(three) == numbers(here[name]), name
+        assert one["diagnostics"] == {**three["diagnostics"], "workers": 1,
+                                      "elapsed_seconds": one["diagnostics"]["elapsed_seconds"]}
 
 
-def test_a_worker_killed_mid_estimate(tmp_path):
+KILL_CASES = {   # each part long enough to be in flight when a worker is killed
+    "toy": lambda **kw: split(parts=8, settings={"delay": 0.4}, **kw),
+    "sov": lambda **kw: run_split("linear1d:n_train=200,n_test=20", "sov", {}, 80000,
+                                  {**KEY, "method": "sov"}, 8, **kw),
+}
+
+
+@pytest.mark.parametrize("case", ["toy", pytest.param("sov", marks=pytest.mark.slow)])
+def test_a_worker_killed_mid_estimate(tmp_path, case):
     """A worker process dies while it runs a part: the scheduler reruns that part elsewhere;
     every part is delivered and stored once, and the estimate equals the uninterrupted one."""
     from harness.sweep.cluster import connect
 
-    reference = split(parts=8)
+    reference = KILL_CASES[case]()
     store = ResultStore(tmp_path / "parts.sqlite")
     calls: Counter = Counter()
-    killed: list[str] = []
+    killed: list = []
     with connect(workers=2) as conn:
         client = conn.client
         pids = client.run(os.getpid)
@@ -179,19 +225,18 @@ def test_a_worker_killed_mid_estimate(tmp_path):
             victim = record["worker"]
             if not killed and client.processing().get(victim):
                 os.kill(pids[victim], signal.SIGKILL)
-                killed.append(victim)
-                killed.append(sum(calls.values()))
+                killed.extend([victim, sum(calls.values())])
 
-        record = split(parts=8, settings={"delay": 0.4}, client=client, on_part=on_part)
+        record = KILL_CASES[case](client=client, on_part=on_part)
     assert killed, "no worker was busy when the first part finished"
     victim, done_then = killed
     assert record["part_workers"].count(victim) <= done_then   # it delivered nothing after
     assert sorted(calls) == list(range(8)) and set(calls.values()) == {1}
     stored = store.parts_of("job")
     assert [r["part"] for r in stored] == list(range(8))
-    assert record["diagnostics"]["parts"] == 8 and record["budget"] == 40000
+    assert sum(r["budget"] for r in stored) == record["budget"]
+    assert record["diagnostics"]["parts"] == 8 and record["status"] == "ok"
     assert numbers(record) == numbers(reference)
-    assert record["status"] == "ok"
     store.close()
 
 

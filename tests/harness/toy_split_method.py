@@ -13,7 +13,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from harness.estimate import Estimate
-from harness.method import Method
+from harness.method import Method, split_evenly
 
 
 class ToyOrthantMC(Method):
@@ -28,11 +28,9 @@ class ToyOrthantMC(Method):
         self.delay = delay                         # seconds each part sleeps (kill tests)
 
     def split_budget(self, budget, parts):
-        parts = max(1, min(int(parts), int(budget)))
-        base, extra = divmod(int(budget), parts)
-        return [base + (k < extra) for k in range(parts)]
+        return split_evenly(budget, parts)
 
-    def estimate_part(self, problem, budget, rng):
+    def _estimate_part(self, problem, budget, rng):
         if budget == self.fail_part_budget:
             raise RuntimeError("planted failure")
         time.sleep(self.delay)
@@ -41,7 +39,7 @@ class ToyOrthantMC(Method):
         tests = ndtr(z[hit] @ problem.test_rows / problem.test_sd).sum(axis=0)
         return {"budget": int(budget), "hits": int(hit.sum()), "test_sums": tests.tolist()}
 
-    def combine_parts(self, problem, parts):
+    def _combine_parts(self, problem, parts):
         n = sum(p["budget"] for p in parts)
         hits = sum(p["hits"] for p in parts)
         if hits == 0:
@@ -52,4 +50,4 @@ class ToyOrthantMC(Method):
                         float(np.sqrt((1 - p_hat) / hits)), diagnostics={"hits": hits})
 
     def _estimate(self, problem, budget, rng):
-        return self.combine_parts(problem, [self.estimate_part(problem, budget, rng)])
+        return self._combine_parts(problem, [self._estimate_part(problem, budget, rng)])
