@@ -38,7 +38,8 @@ name = "plain"
 budgets = [1000, 30000]
 problems = ["linear1d:n_train=4,n_test=3", "onefactor:n=5"]
 [methods."toy.py:ToyOrthantMC"]
-[methods.rejection-bootstrap]
+[methods.sov]
+[methods.ep]
 """
 FIELDS = ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",
           "test_probabilities", "abs_log_error", "diagnostics", "problem", "method", "budget",
@@ -69,9 +70,9 @@ def test_job_ids_do_not_change_without_parts_and_split_jobs_have_their_own(tmp_p
     plain, one, four, auto = ids.values()
     assert {k: j.job_id for k, j in plain.items()} == {k: j.job_id for k, j in one.items()}
     assert not any(j.part_budgets or "parts" in j.key for j in plain.values())
-    toy = [k for k in plain if k.startswith("toy")]
-    assert len(toy) == 4
-    for k in toy:    # the toy method splits: its own ids and part budgets
+    toy = [k for k in plain if k.startswith(("toy", "sov"))]
+    assert len(toy) == 8
+    for k in toy:    # methods that split: their own ids and part budgets
         assert four[k].key["parts"] == 4 and four[k].job_id != plain[k].job_id
         assert sum(four[k].part_budgets) == four[k].budget and len(four[k].part_budgets) == 4
     for k in set(plain) - set(toy):   # a method that cannot split: unchanged
@@ -162,3 +163,37 @@ def test_rerun_failed_reruns_only_the_failed_parts(dask_cluster, tmp_path, capsy
     assert "1 of them in 6 parts: 5 parts stored, 1 to run" in capsys.readouterr().out
     again = stored_parts(store)
     assert {k for k in first if again[k] != first[k]} == {(bad[0]["job_id"], 0)}
+
+
+REAL = """\
+name = "real"
+seed = 4
+budgets = [8000]
+parts = 4
+problems = ["linear1d:n_train=100,n_test=20"]
+[methods.sov]
+[methods.rejection-bootstrap]
+count = "hard"
+"""
+
+
+def test_real_methods_in_a_split_sweep(dask_cluster, tmp_path):
+    """sov and rejection-bootstrap split by a sweep: each part stored, each record the
+    estimate run_split makes from the job's key (in this process), against the truth."""
+    from harness.split import run_split
+
+    path = sweep_file(tmp_path, REAL)
+    jobs = plan(load_sweep(path))
+    store = tmp_path / "real.sqlite"
+    assert main(["sweep", str(path), "--store", str(store), "--scheduler",
+                 str(dask_cluster.scheduler_file), "--no-report"]) == 0
+    assert len(jobs) == 2 and all(len(j.part_budgets) == 4 for j in jobs)
+    with ResultStore(store) as db:
+        for job in jobs:
+            record = next(r for r in db.records() if r["job_id"] == job.job_id)
+            assert [p["part"] for p in db.parts_of(job.job_id)] == [0, 1, 2, 3]
+            here = run_split(job.problem, job.method, job.settings, job.budget, job.key, 4)
+            for field in ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",
+                          "test_probabilities", "test_probabilities_se", "abs_log_error"):
+                assert record[field] == here[field], (job.label, field)
+            assert record["status"] == "ok" and record["diagnostics"]["parts"] == 4
