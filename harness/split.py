@@ -39,11 +39,6 @@ def part_key(job_key: dict, part: int) -> dict:
 
 
 # ---- planning (client side) -------------------------------------------------------------------
-def splits(method) -> bool:
-    """Whether this method instance can split an estimate into parts (Method.splits)."""
-    return method.splits()
-
-
 def resolve_parts(method, budget: int, n_train: int, parts: int | str,
                   field: str = "parts") -> int:
     """The number of parts to ask split_budget for: `parts`, or for "auto" the smallest power
@@ -61,7 +56,7 @@ def resolve_parts(method, budget: int, n_train: int, parts: int | str,
 
 def part_budgets(method, budget: int, parts: int, field: str = "parts") -> list[int]:
     """The budgets of the parts (Method.split_budget); InputError if the method cannot split."""
-    if not splits(method):
+    if not method.splits():
         raise InputError(field, f"method {method.label()} cannot split an estimate into parts",
                          f"use a method that can: {SPLITTING}; or run it without "
                          "--parts, --workers and --scheduler (in a sweep: parts = 1)")

@@ -70,12 +70,12 @@ def split_plan(sweep: Sweep, method: MethodInstance, budget: int, n_train: int
     """(parts asked for, part budgets) of a job: (1, ()) unless the sweep splits, the method
     can, and the budget makes more than one part (harness.split)."""
     from harness.registry import get_method
-    from harness.split import part_budgets, resolve_parts, splits
+    from harness.split import part_budgets, resolve_parts
 
     if sweep.parts == 1:
         return 1, ()
     instance = get_method(method.name)(**method.settings)
-    if not splits(instance):
+    if not instance.splits():
         return 1, ()
     n = resolve_parts(instance, budget, n_train, sweep.parts)
     budgets = tuple(part_budgets(instance, budget, n)) if n > 1 else ()
