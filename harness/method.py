@@ -318,6 +318,9 @@ def split_evenly(budget: int, parts: int, group: int = 1) -> list[int]:
     at a time, so every part holds `group` whole pieces (e.g. randomisations) and all pieces
     have the same size up to one. Fewer parts when the budget has fewer than parts x group
     units (a part then still holds `group` pieces of at least one unit; at most one part)."""
+    for name, value in (("budget", budget), ("parts", parts)):
+        if not _positive_int(value):
+            raise InputError(name, f"must be a positive integer, got {value!r}")
     parts = max(1, min(int(parts), int(budget) // max(1, group)))
     base, extra = divmod(int(budget), parts * group)
     pieces = [base + (k < extra) for k in range(parts * group)]

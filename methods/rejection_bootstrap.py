@@ -14,7 +14,9 @@ accepted fraction (hard), from the final population, with no resampling.
 particle has M / #accepted expected offspring); the soft count replaces each count by its
 conditional expectation given the particles, which keeps the bias of Ẑ of order 1/M and lowers
 the variance. Large budgets are split into memory-bounded chunks, independent runs that are
-recombined exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c.
+recombined exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c. A part of
+a split estimate (Method.split_budget, issue 15) is the list of its chunks' results; parts
+combine as the chunks of one estimate do.
 log Ẑ has bias ≈ -(1/2M) Σ (1 - P_i)/P_i and variance ≈ (1/M) Σ (1 - P_i)/P_i (A.43–44) for
 the hard count; the reported standard error is this binomial approximation for both counts.
 Measured over 30 seeds (M = 5000): for the hard count it is within a factor 1.5 of the actual
@@ -173,6 +175,8 @@ class RejectionBootstrap(Method):
         """Ẑ = Σ_c (M_c / M) Ẑ_c over the chunks of every part (dead chunks: Ẑ_c = 0), test
         probabilities the Ẑ-share-weighted mean of the chunks' J*_c, and the binomial
         variance (A.44) of each chunk combined with the squared shares (MATH.md §5)."""
+        if not all(isinstance(p.get("chunks"), list) and p["chunks"] for p in parts):
+            raise ValueError(f"not {self.name} parts (each holds a list of chunk results)")
         every = [c for p in parts for c in p["chunks"]]
         budget = sum(c["particles"] for c in every)
         runs = [_Chunk.from_json(c) for c in every if "dead_variable" not in c]

@@ -112,23 +112,26 @@ class ReportData:
 
 
 # ---- loading ----------------------------------------------------------------------------
-def read_store(store_path: str | Path):
-    """(records, problems, metadata) of a results store; a clear error if it is missing."""
+def read_store(store_path: str | Path, salvage: bool = False):
+    """(records, problems, metadata) of a results store, read-only; a clear error if it is
+    missing or damaged (harness.store.StoreDamaged). `salvage`: of a damaged store, the rows
+    that can still be read (harness.store.salvage)."""
     from harness.store import ResultStore
+    from harness.store import salvage as salvaged
 
     path = Path(store_path)
     if not path.is_file():
         raise InputError("--store", f"no results store at {str(path)!r}",
                          "run `python -m harness sweep` first or pass --store PATH")
-    store = ResultStore(path)
-    try:
+    if salvage:
+        found = salvaged(path)
+        return found.records, found.problems, found.metadata
+    with ResultStore(path, read_only=True) as store:
         return store.records(), store.problems(), store.metadata()
-    finally:
-        store.close()
 
 
-def load(store_path: str | Path) -> ReportData:
-    records, problems, metadata = read_store(store_path)
+def load(store_path: str | Path, salvage: bool = False) -> ReportData:
+    records, problems, metadata = read_store(store_path, salvage)
     tune = [r for r in records if is_tune(r)]
     data = prepare([r for r in records if not is_tune(r)], problems, metadata)
     data.store_path = str(store_path)

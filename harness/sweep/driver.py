@@ -5,18 +5,22 @@ client or a Ctrl-C leaves every finished job committed and the store readable; t
 of the same sweep skips them (by job id) and runs the rest. The store and report paths are
 checked for writing before anything runs (`check_writable`), and `sweep --check` prints the
 same plan as a run (`plan_lines`, `stored_job_ids`) without opening the store for writing.
+
+Store faults (harness.store): the store is opened (its writer lock taken, its integrity
+checked, results a full disk held back imported) before any cluster is reached, so a second
+client or a damaged file is refused at once (exit 2); a full disk ends the run with exit 2,
+the finished results that could not be stored held in a side file for the next run.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +28,7 @@ from typing import Any, TextIO
 
 from harness.errors import InputError
 from harness.split import PART_KEY_PREFIX, part_result, part_spec, run_part
-from harness.store import ResultStore
+from harness.store import ResultStore, StoreFull, held_records
 from harness.sweep.execute import environment_facts, failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
@@ -67,23 +71,16 @@ def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list
 
 
 def stored_job_ids(store_path: Path, rerun_failed: bool = False) -> set[str] | None:
-    """The job ids a store holds (status ok only, if rerun_failed), read-only; None if there
-    is no store there yet. Nothing is created or modified."""
+    """The job ids a store holds (status ok only, if rerun_failed), with those a full disk
+    held back for the next run to import, read-only; None if there is no store there yet.
+    Nothing is created or modified; a damaged store is refused."""
     path = Path(store_path)
     if not path.is_file():
         return None
-    # no write-ahead log: nobody is writing, open it as immutable (a read-only WAL connection
-    # would leave -wal and -shm files behind); else read beside the writer
-    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True,
-                                     timeout=30.0)) as db:
-            rows = db.execute("SELECT job_id FROM jobs" + (" WHERE status = 'ok'"
-                                                            if rerun_failed else ""))
-            return {r[0] for r in rows}
-    except sqlite3.Error as exc:
-        raise InputError("store", f"{store_path} cannot be read as a results store ({exc})",
-                         "give another --store") from None
+    with ResultStore(path, read_only=True) as db:
+        ids = db.job_ids(["ok"] if rerun_failed else None)
+    return ids | {r["job_id"] for _, records in held_records(path) for r in records
+                  if not rerun_failed or r["status"] == "ok"}
 
 
 def check_writable(path: Path, field: str, directory: bool = False) -> None:
@@ -167,29 +164,6 @@ def worker_facts(client) -> dict[str, Any]:
                          "(pip install gpc-harness, or an image that has it)") from None
 
 
-def job_result(job: Job, future, result) -> dict[str, Any] | None:
-    """The record of a finished job's future (None: cancelled, to run next time)."""
-    from distributed.scheduler import KilledWorker
-
-    if future.status == "finished":
-        record = result
-        if not isinstance(record, dict) or record.get("job_id") != job.job_id:
-            return failure_record(job, "error", "the worker returned a wrong record")
-        if "problem" not in record:   # a job that could not start on the worker
-            return {**failure_record(job, record["status"], record["reason"]), **record}
-        return record
-    if future.status == "error":
-        exc = result if isinstance(result, BaseException) else future.exception()
-        if isinstance(exc, KilledWorker):
-            return failure_record(
-                job, "failed",
-                f"KilledWorker: the job's worker process died each time it ran it "
-                f"(crash or out of memory); gave up after the scheduler's allowed "
-                f"failures ({exc})")
-        return failure_record(job, "error", f"{type(exc).__name__}: {exc}")
-    return None
-
-
 def combined_record(job: Job, parts: dict[int, dict]) -> dict[str, Any]:
     """A split job's record from all its part records (harness.split.combine_record), on the
     client; a combination that raises (a method's bug) is an error record."""
@@ -231,6 +205,8 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
     progress = progress or Progress(len(jobs))
     tasks: dict[str, tuple[Job, dict | None]] = {}   # key -> (job, part spec or None)
     have: dict[str, dict[int, dict]] = {}             # split job id -> its part records
+    by_key: dict[str, Job] = {}                       # key -> job, of the unsplit jobs
+    handled: set[str] = set()
     futures = []
     start = time.monotonic()
 
@@ -247,6 +223,7 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
         for i, job in enumerate(jobs):
             if not job.part_budgets:
                 tasks[KEY_PREFIX + job.job_id] = (job, None)
+                by_key[KEY_PREFIX + job.job_id] = job
                 futures.append(client.submit(fn, job.spec(), key=KEY_PREFIX + job.job_id,
                                              pure=False, priority=len(jobs) - i))
                 continue
@@ -264,26 +241,40 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
             if job.part_budgets and len(have[job.job_id]) == len(job.part_budgets):
                 store_record(job, combined_record(job, have[job.job_id]))
         cancelled: set[str] = set()
+        unsplit = [f for f in futures if f.key in by_key]
         # results are gathered in the background as tasks finish (no round trip per task)
         for future, result in as_completed(futures, with_results=True, raise_errors=False,
                                            loop=client.loop):
             job, spec = tasks[future.key]
-            record = (job_result(job, future, result) if spec is None
+            record = (job_record(job, future, result) if spec is None
                       else part_result(spec, future, result))
-            future.release()
-            if record is None:   # cancelled: lost with the scheduler; runs next time
+            if record is None:   # cancelled: lost with the scheduler or released; runs next time
                 cancelled.add(job.job_id)
                 outcome.cancelled = len(cancelled)
+                future.release()
                 continue
-            if spec is None:
+            if spec is not None:   # a part: committed at once; the job once all are here
+                try:
+                    store.add_part(job.job_id, spec["part"], record)
+                except StoreFull as full:   # this part runs again next time
+                    raise held_back(store, full, finished_records(unsplit, by_key, handled),
+                                    outcome, len(jobs)) from None
+                future.release()
+                outcome.parts += 1
+                parts = have[job.job_id]
+                parts[spec["part"]] = record
+                if len(parts) < len(job.part_budgets):
+                    continue
+                record = combined_record(job, parts)
+            try:
                 store_record(job, record)
-                continue
-            store.add_part(job.job_id, spec["part"], record)
-            outcome.parts += 1
-            parts = have[job.job_id]
-            parts[spec["part"]] = record
-            if len(parts) == len(job.part_budgets):
-                store_record(job, combined_record(job, parts))
+            except StoreFull as full:
+                handled.add(future.key)
+                raise held_back(store, full, [record, *finished_records(unsplit, by_key,
+                                                                         handled)],
+                                outcome, len(jobs)) from None
+            handled.add(future.key)
+            future.release()
     except KeyboardInterrupt:
         outcome.interrupted = True
         raise
@@ -298,6 +289,62 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                 pass
 
 
+def job_record(job: Job, future, result) -> dict | None:
+    """The record of a job whose future is done (None: cancelled, it runs next time)."""
+    from distributed.scheduler import KilledWorker
+
+    if future.status == "finished":
+        record = result
+        if not isinstance(record, dict) or record.get("job_id") != job.job_id:
+            return failure_record(job, "error", "the worker returned a wrong record")
+        if "problem" not in record:   # a job that could not start on the worker
+            return {**failure_record(job, record["status"], record["reason"]), **record}
+        return record
+    if future.status == "error":
+        exc = result if isinstance(result, BaseException) else future.exception()
+        if isinstance(exc, KilledWorker):
+            return failure_record(
+                job, "failed",
+                f"KilledWorker: the job's worker process died each time it ran it "
+                f"(crash or out of memory); gave up after the scheduler's allowed "
+                f"failures ({exc})")
+        return failure_record(job, "error", f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def finished_records(futures, by_key: dict[str, Job], handled: set[str]) -> list[dict]:
+    """The records of the jobs that finished on the workers but were not handled yet."""
+    records = []
+    for future in futures:
+        if future.key in handled or future.status not in ("finished", "error"):
+            continue
+        try:
+            result = future.result(timeout=30) if future.status == "finished" \
+                else future.exception(timeout=30)
+        except Exception:  # noqa: BLE001 - lost on the way: it runs again next time
+            continue
+        record = job_record(by_key[future.key], future, result)
+        if record is not None:
+            records.append(record)
+            handled.add(future.key)
+    return records
+
+
+def held_back(store: ResultStore, full: StoreFull, records: list[dict], outcome: Outcome,
+              n_jobs: int) -> StoreFull:
+    """The one-line error of a full disk, once the finished records that could not be
+    stored are held in a side file (`ResultStore.hold`) for the next run to import."""
+    held = store.hold(records)
+    kept = (f"the {len(records)} finished but not stored are held in {held}" if held else
+            f"the {len(records)} finished but not stored could not be held anywhere (no "
+            f"space for a side file either) and will run again")
+    left = n_jobs - outcome.stored - (len(records) if held else 0)
+    return StoreFull(store.path, f"{full.problem}; {outcome.stored} results "
+                     f"stored in this run, {kept}",
+                     f"free some space and run the same command again: it imports the held "
+                     f"results first and runs the {left} jobs left")
+
+
 @contextmanager
 def interrupt_note(outcome: Outcome, err: TextIO) -> Iterator[None]:
     """On KeyboardInterrupt, say how far the sweep got (one line) and re-raise."""
@@ -310,6 +357,18 @@ def interrupt_note(outcome: Outcome, err: TextIO) -> Iterator[None]:
               if outcome.total else "interrupted before any job ran; rerun to start",
               file=err, flush=True)
         raise
+
+
+def opening_notes(db: ResultStore, out: TextIO) -> None:
+    """Import what a full disk held back last time; say so, and whose writer lock was taken
+    over (a client that died)."""
+    note = db.lock.took_over() if db.lock else None
+    if note:
+        print(note, file=out)
+    imported, files = db.import_held()
+    if files:
+        print(f"imported {imported} results held back by a full disk from "
+              f"{', '.join(map(str, files))}", file=out)
 
 
 def worker_memory(sweep: Sweep, scheduler: str | None, workers: int | None, client,
@@ -362,9 +421,10 @@ def run_sweep(
                                                    client=client))
             return conn
 
+        db = stack.enter_context(ResultStore(store_path))   # one writer; sound; refused early
+        opening_notes(db, out)
         limit = worker_memory(sweep, scheduler, workers, client, connected)
         jobs = plan(sweep, limit)
-        db = stack.enter_context(ResultStore(store_path))
         todo = pending(jobs, db, rerun_failed)
         outcome.total, outcome.skipped = len(jobs), len(jobs) - len(todo)
         print("\n".join(plan_lines(sweep, jobs, limit, store_path)), file=out)

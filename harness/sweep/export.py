@@ -4,6 +4,10 @@ One row per job, with the columns of harness.results (the same as `harness.load_
 the report's jobs.csv): the record flattened (settings.count, diagnostics.chunks, ...) and the
 report's errors; lists (the test probabilities) are JSON text in CSV and lists in Parquet.
 Tuning jobs are exported too (their own columns, empty elsewhere).
+
+A damaged store (harness.store.StoreDamaged) is exported with `salvage=True`: the rows that
+can still be read (harness.store.salvage), read-only; the command does that by itself, says so
+and exits 1.
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ from harness.report.aggregate import load
 from harness.results import job_rows, write_csv
 
 
-def rows(store_path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """(columns, rows) of every job of the store (harness.results.job_rows)."""
-    return job_rows(load(store_path), tune_records=True)
+def rows(store_path: str | Path, salvage: bool = False
+         ) -> tuple[list[str], list[dict[str, Any]]]:
+    """(columns, rows) of every job of the store (harness.results.job_rows); `salvage`: of
+    every job that can still be read from a damaged store."""
+    return job_rows(load(store_path, salvage), tune_records=True)
 
 
-def export(store_path: str | Path, out: str | Path) -> int:
-    """Write the store's jobs to out (.csv or .parquet); returns the number of rows."""
+def export(store_path: str | Path, out: str | Path, salvage: bool = False) -> int:
+    """Write the store's jobs to out (.csv or .parquet); returns the number of rows.
+    `salvage`: the jobs still readable from a damaged store (none: InputError)."""
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix not in (".csv", ".parquet"):
@@ -37,7 +44,10 @@ def export(store_path: str | Path, out: str | Path) -> int:
             raise InputError("--out", "Parquet needs pyarrow, which is not installed",
                              'pip install "gpc-harness[parquet]" (or pyarrow), or write .csv') \
                 from None
-    columns, table = rows(store_path)
+    columns, table = rows(store_path, salvage)
+    if salvage and not table:
+        raise InputError("store", f"no job can be read from {store_path}",
+                         "restore it from a backup, or start a new store with --store")
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".csv":
         write_csv(out, columns, table)

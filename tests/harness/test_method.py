@@ -65,3 +65,9 @@ def test_split_evenly_cuts_whole_groups_of_near_equal_pieces(budget, parts, grou
     pieces = np.concatenate([qmc_split(x, group) for x in b])
     if budget >= group:
         np.testing.assert_array_equal(pieces, qmc_split(budget, len(b) * group))
+
+
+@pytest.mark.parametrize(("budget", "parts"), [(0, 2), (10, 0), (10, -1), (10, 2.5), (True, 2)])
+def test_split_evenly_refuses_what_is_not_a_positive_count(budget, parts):
+    with pytest.raises(InputError, match="budget" if parts in (2,) else "parts"):
+        split_evenly(budget, parts)

@@ -179,6 +179,23 @@ def test_four_parts_against_exact_truth(name, settings, problem_name, truth_prob
         assert np.mean(perr) < 0.02
 
 
+@pytest.mark.parametrize("name", ["sov", "minimax-tilting"])
+def test_the_combined_standard_error_is_calibrated(name):
+    """Over 30 seeds the spread of the combined log Ẑ of 4 parts matches its mean stated SE
+    (the spread of all 4 x 10 randomisations), and its test SEs cover the errors."""
+    problem = linear1d(n_train=50, n_test=8, seed=6)
+    method = get_method(name)()
+    runs = [method.combine_parts(problem, _parts(method, problem, 2000, 4, key={"seed": s}))
+            for s in range(30)]
+    lz = np.array([r.log_marginal_likelihood for r in runs])
+    se = np.array([r.log_marginal_likelihood_se for r in runs])
+    assert 0.6 < lz.std(ddof=1) / se.mean() < 1.6
+    assert abs(lz.mean() - problem.truth.log_marginal_likelihood) <= 4 * lz.std(ddof=1) / 30**0.5
+    z = np.abs([r.test_probabilities - problem.truth.test_probabilities for r in runs]) / [
+        r.test_probabilities_se for r in runs]
+    assert np.mean(z > 3) < 0.05 and np.median(z) < 1.0
+
+
 def test_a_failed_part_fails_the_combination(gpc):
     method = get_method("sov")()
     good = method.estimate_part(gpc, 100, np.random.default_rng(0))
@@ -188,6 +205,19 @@ def test_a_failed_part_fails_the_combination(gpc):
         method.combine_parts(gpc, [good, {"nonsense": 1}])
     with pytest.raises(ValueError, match="at least one"):
         method.combine_parts(gpc, [])
+
+
+def test_parts_of_another_method_or_problem_are_refused(gpc):
+    sov, rb = get_method("sov")(), get_method("rejection-bootstrap")()
+    sov_part = sov.estimate_part(gpc, 100, np.random.default_rng(0))
+    rb_part = rb.estimate_part(gpc, 100, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="part 0 is not a sov part"):
+        sov.combine_parts(gpc, [rb_part])
+    with pytest.raises(ValueError, match="not rejection-bootstrap parts"):
+        rb.combine_parts(gpc, [sov_part])
+    other = linear1d(n_train=40, n_test=5, seed=2)
+    with pytest.raises(ValueError, match="5 test points"):
+        sov.combine_parts(other, [sov_part])
 
 
 def test_all_rejected_parts_are_a_failed_estimate():
