@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from sweep_helpers import refused, wait_for
+from test_sweep_store import threads_cluster  # noqa: F401 - a fixture
 
 from harness.cli import main
 from harness.store import ResultStore
@@ -198,3 +199,36 @@ def test_real_methods_in_a_split_sweep(dask_cluster, tmp_path):
                           "test_probabilities", "test_probabilities_se", "abs_log_error"):
                 assert record[field] == here[field], (job.label, field)
             assert record["status"] == "ok" and record["diagnostics"]["parts"] == 4
+
+
+@pytest.mark.usefixtures("threads_cluster")
+def test_a_full_disk_while_storing_parts(tmp_path, monkeypatch, capsys):
+    """The disk fills while parts are stored: the sweep stops (exit 2) with every stored part
+    kept; the rerun runs only the parts not stored and combines each job once."""
+    path = sweep_file(tmp_path, SPLIT.replace("DELAY", "0.0"))
+    jobs = plan(load_sweep(path))
+    store = tmp_path / "full.sqlite"
+    run = ["sweep", str(path), "--store", str(store), "--no-report"]
+    real, calls = ResultStore.add_part, []
+
+    def add_part(self, job_id, part, record):
+        calls.append((job_id, part))
+        if len(calls) == 5:   # from the 5th part on, the file cannot grow (SQLITE_FULL)
+            pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+            self._db.execute(f"PRAGMA max_page_count = {pages}")
+        return real(self, record=record, job_id=job_id, part=part)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ResultStore, "add_part", add_part)
+        assert main(run) == 2
+    assert "the disk is full" in capsys.readouterr().err
+    before = stored_parts(store)
+    assert 1 <= len(before) < 12
+    assert main(run) == 0
+    after = stored_parts(store)
+    assert set(after) == {(j.job_id, k) for j in jobs if j.part_budgets for k in range(6)}
+    assert all(after[key] == stamp for key, stamp in before.items())   # not rerun
+    with ResultStore(store, read_only=True) as db:
+        assert Counter(e["job_id"] for e in db.job_log()) == Counter(
+            {j.job_id: 1 for j in jobs})
+        assert all(r["status"] == "ok" for r in db.records())
