@@ -5,7 +5,8 @@ Issue 15's target: a ~60-second estimate runs >= 1.7x faster in wall time on 2 w
 to the last part, each worker's set-up included; the cluster's start-up is not), measured in
 the same run for both cluster sizes; the numbers (log Ẑ, its SE, every test probability and
 its SE) must be bit-identical. The speed-up needs two otherwise idle cores: on a shared machine
-the load average printed beside it says how far that held.
+the load average and how busy the workers were (part CPU / (wall x workers)) say how far that
+held.
 
     python benchmarks/bench_split.py                       # gauss-p2 (N = 200), ~60 s of sov
     python benchmarks/bench_split.py --budget 2e5 --workers 1,2,4
@@ -57,7 +58,9 @@ def main() -> None:
         load = os.getloadavg()[0]
         r = runs[w] = one_run(args.problem, args.method, budget, parts, w)
         wall = r["diagnostics"]["elapsed_seconds"]
-        print(f"  {w} worker{'s' if w > 1 else ' '}: wall {wall:7.2f} s  (CPU "
+        busy = r["cpu_seconds"] / (wall * w)   # < 1: the workers waited (overhead, other load)
+        print(f"  {w} worker{'s' if w > 1 else ' '}: wall {wall:7.2f} s, workers busy "
+              f"{busy:.0%}  (CPU "
               f"{r['cpu_seconds']:.2f} s in {r['parts']} parts on {r['workers']} workers; "
               f"cluster start {r['cluster_seconds']:.1f} s; load average before "
               f"{load:.1f})  log Z {r['log_marginal_likelihood']:.6f} ± "
