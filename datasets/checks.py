@@ -2,17 +2,63 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 
 from harness.errors import InputError
 
+T = TypeVar("T")
+
+# The largest problems a family builds. No method finishes beyond them on a machine like this
+# one: sov-tlr, the only one that scales (O(N^1.5) per sample, no N x N matrix), took about
+# 10 minutes at N = 65,536 (README "Large problems"); 10^6 points are hours of its set-up
+# alone, and a dense method's 8 N^2 bytes are 8 TB. Features likewise: the class covariance of
+# gauss2class is d x d and every kernel entry costs d operations.
+MAX_POINTS = 1_000_000
+MAX_FEATURES = 1_000
+
+
+def check_count(family: str, key: str, value: int, minimum: int,
+                maximum: int = MAX_POINTS) -> None:
+    """minimum <= value <= maximum for a size parameter (points, features) of a family."""
+    if value < minimum:
+        raise InputError(f"problem {family}: parameter {key!r}", f"must be >= {minimum}, "
+                         f"got {value}")
+    if value > maximum:
+        raise InputError(f"problem {family}: parameter {key!r}", f"{value:,} is more than "
+                         f"the harness builds (at most {maximum:,}: no method finishes beyond)",
+                         f"use {key} <= {maximum:,}")
+
 
 def check_sizes(family: str, n_train: int, n_test: int) -> None:
-    """At least two training points and no negative number of test points."""
-    if n_train < 2:
-        raise InputError(f"problem {family}: parameter 'n_train'", f"must be >= 2, got {n_train}")
-    if n_test < 0:
-        raise InputError(f"problem {family}: parameter 'n_test'", f"must be >= 0, got {n_test}")
+    """At least two training points, no negative number of test points, at most MAX_POINTS
+    of each."""
+    check_count(family, "n_train", n_train, 2)
+    check_count(family, "n_test", n_test, 0)
+
+
+def check_seed(family: str, seed: int) -> None:
+    """A seed for numpy's generators: a non-negative integer."""
+    if seed < 0:
+        raise InputError(f"problem {family}: parameter 'seed'", f"must be >= 0, got {seed}")
+
+
+class NoExactTruth(InputError, ArithmeticError):
+    """The oracle's ArithmeticError, as an InputError: the command line's one line, exit 2."""
+
+
+def exact_truth(family: str, compute: Callable[[], T]) -> T:
+    """compute() of a family's oracle; when it cannot reach its tolerance for these parameters
+    (extreme scales make the integrand a step function), NoExactTruth instead of a
+    traceback: the problem has no exact truth to benchmark against."""
+    try:
+        return compute()
+    except ArithmeticError as exc:
+        raise NoExactTruth(f"problem {family}: parameters",
+                           f"the exact truth cannot be computed for them ({exc})",
+                           "use moderate scales (|values| of order 1 to 100)") from None
 
 
 def check_positive(family: str, **values: float) -> None:

@@ -28,11 +28,14 @@ FILE_OPTIONS = {"kernel", "alpha", "beta", "label", "order", "seed"}
 
 def _kernel_from(field: str, name: str, alpha, beta):
     try:
+        if np.ndim(alpha) or np.ndim(beta):
+            raise TypeError
         alpha = float(alpha)
         beta = float(beta)
     except (TypeError, ValueError):
-        raise InputError(field, "alpha and beta must be numbers, "
-                         f"got {alpha!r}, {beta!r}") from None
+        shown = ", ".join(f"{v!r}" if np.ndim(v) == 0 else f"an array of shape {np.shape(v)}"
+                          for v in (alpha, beta))
+        raise InputError(field, f"alpha and beta must be numbers, got {shown}") from None
     if name == "linear":
         return make_kernel("linear", scale=beta)
     return make_kernel(name, alpha=alpha, beta=beta)

@@ -28,7 +28,14 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import multivariate_normal
 
-from harness.datasets.checks import check_positive, check_sizes
+from harness.datasets.checks import (
+    MAX_FEATURES,
+    MAX_POINTS,
+    check_count,
+    check_positive,
+    check_seed,
+    check_sizes,
+)
 from harness.errors import InputError
 from harness.family import ProblemFamily
 from harness.kernels import RBF
@@ -89,8 +96,10 @@ def gauss2class(
     generating model's Bayes posterior at the test points; no exact truth."""
     field = "problem gauss2class: parameter"
     check_sizes("gauss2class", n_train, n_test)
-    if d < 1:
-        raise InputError(f"{field} 'd'", f"must be >= 1, got {d}")
+    check_count("gauss2class", "d", d, 1, MAX_FEATURES)
+    check_count("gauss2class", "(n_train + n_test) * d", (n_train + n_test) * d, 1,
+                100 * MAX_POINTS)
+    check_seed("gauss2class", seed)
     check_positive("gauss2class", alpha=alpha, beta=beta)
     if not np.isfinite(separation):
         raise InputError(f"{field} 'separation'", f"must be finite, got {separation}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.datasets.checks import check_seed, check_sizes, exact_truth
 from harness.errors import InputError
 from harness.family import ProblemFamily
 from harness.kernels import Linear
@@ -34,23 +35,20 @@ def linear1d(
     scale: float = 1.0, seed: int = 0, order: str = "interleave", name: str = "linear1d",
 ) -> Problem:
     """A 1-D two-Gaussian GPC problem with a linear kernel and its exact truth."""
-    if n_train < 2:
-        raise InputError("problem linear1d: parameter 'n_train'", f"must be >= 2, got {n_train}")
-    if n_test < 0:
-        raise InputError("problem linear1d: parameter 'n_test'", f"must be >= 0, got {n_test}")
+    check_sizes("linear1d", n_train, n_test)
     for key, sd in (("sd_neg", sd_neg), ("sd_pos", sd_pos), ("scale", scale)):
         if not (np.isfinite(sd) and sd > 0):
             raise InputError(f"problem linear1d: parameter {key!r}", f"must be > 0, got {sd}")
     for key, mu in (("mu_neg", mu_neg), ("mu_pos", mu_pos)):
         if not np.isfinite(mu):
             raise InputError(f"problem linear1d: parameter {key!r}", f"must be finite, got {mu}")
-    if seed < 0:
-        raise InputError("problem linear1d: parameter 'seed'", f"must be >= 0, got {seed}")
+    check_seed("linear1d", seed)
     rng = np.random.default_rng(seed)
     X_train, y_train = two_gaussians_1d(n_train, mu_neg, sd_neg, mu_pos, sd_pos, rng)
     X_test, y_test = two_gaussians_1d(n_test, mu_neg, sd_neg, mu_pos, sd_pos, rng)
     root = np.sqrt(scale)
-    exact = one_factor_integral(root * y_train * X_train[:, 0], root * X_test[:, 0])
+    exact = exact_truth("linear1d", lambda: one_factor_integral(root * y_train * X_train[:, 0],
+                                                                root * X_test[:, 0]))
     truth = Truth(exact.log_integral, exact.test_probabilities, kind="exact",
                   source=f"1-D Gauss–Legendre quadrature, {exact.nodes} nodes (MATH.md §3b)")
     params = {"n_train": n_train, "n_test": n_test, "mu_neg": mu_neg, "mu_pos": mu_pos,

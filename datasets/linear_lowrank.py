@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.datasets.checks import check_seed, check_sizes, exact_truth
 from harness.errors import InputError
 from harness.family import ProblemFamily
 from harness.kernels import Linear
@@ -37,17 +38,22 @@ def linear_lowrank(
     field = "problem linear-lowrank: parameter"
     if d not in (1, 2, 3):
         raise InputError(f"{field} 'd'", f"must be 1, 2 or 3, got {d}")
-    if n_train < 2 or n_test < 0:
-        raise InputError(f"{field} 'n_train'/'n_test'", "need n_train >= 2 and n_test >= 0")
+    check_sizes("linear-lowrank", n_train, n_test)
+    check_seed("linear-lowrank", seed)
     if not beta > 0:
         raise InputError(f"{field} 'beta'", f"must be > 0, got {beta}")
     rng = np.random.default_rng(seed)
     X_train, y_train = two_gaussians(n_train, d, separation, rng)
     X_test, y_test = two_gaussians(n_test, d, separation, rng)
     root = np.sqrt(beta)
-    exact = low_rank_integral(root * y_train[:, None] * X_train, root * X_test)
-    if exact.error_estimate > 1e-8:
-        raise ArithmeticError(f"low-rank oracle did not converge ({exact.error_estimate:g})")
+
+    def oracle():
+        exact = low_rank_integral(root * y_train[:, None] * X_train, root * X_test)
+        if exact.error_estimate > 1e-8:
+            raise ArithmeticError(f"low-rank oracle did not converge ({exact.error_estimate:g})")
+        return exact
+
+    exact = exact_truth("linear-lowrank", oracle)
     truth = Truth(exact.log_integral, exact.test_probabilities, kind="exact",
                   source=(f"Laplace-centred Gauss–Hermite, {exact.nodes}^{d} nodes, "
                           f"error estimate {exact.error_estimate:.1e} (MATH.md §3c)"))

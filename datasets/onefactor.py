@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.covariance import OneFactorCovariance
+from harness.datasets.checks import check_count, check_seed, exact_truth
 from harness.errors import InputError
 from harness.family import ProblemFamily
 from harness.oracles import one_factor_integral
@@ -26,10 +27,8 @@ def onefactor(
     With random_signs=true, |d_i| ~ U(dmin, dmax) and each sign is random (for the hard
     presets with |d_i| close to 1).
     """
-    if n < 1:
-        raise InputError("problem onefactor: parameter 'n'", f"must be >= 1, got {n}")
-    if seed < 0:
-        raise InputError("problem onefactor: parameter 'seed'", f"must be >= 0, got {seed}")
+    check_count("onefactor", "n", n, 1)
+    check_seed("onefactor", seed)
     if not (-1 < dmin <= dmax < 1):
         raise InputError("problem onefactor: parameters 'dmin', 'dmax'",
                          f"need -1 < dmin <= dmax < 1, got {dmin}, {dmax}")
@@ -37,7 +36,7 @@ def onefactor(
     d = rng.uniform(dmin, dmax, size=n)
     if random_signs:
         d *= rng.choice([-1.0, 1.0], size=n)
-    exact = one_factor_integral(d / np.sqrt(1.0 - d**2))
+    exact = exact_truth("onefactor", lambda: one_factor_integral(d / np.sqrt(1.0 - d**2)))
     truth = Truth(exact.log_integral, None, kind="exact",
                   source=f"1-D Gauss–Legendre quadrature, {exact.nodes} nodes (MATH.md §3a)")
     return Problem.orthant(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
-from harness.method import Method
+from harness.method import Method, check_budget
 from harness.problem import Problem
 
 # fields a result answers None for when its run has none (no truth, no prediction, ...)
@@ -125,10 +125,10 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     from harness.footprint import memory_limit as footprint_limit
     from harness.footprint import refuse_too_large
     from harness.runner import point_truth, run_one
-    from harness.seeding import rng_for
+    from harness.seeding import MAX_SEED, rng_for
 
-    budget = parse_int("budget", str(budget), minimum=1)
-    seed = parse_int("seed", str(seed), minimum=0)
+    budget = check_budget("budget", parse_int("budget", str(budget)))
+    seed = parse_int("seed", str(seed), minimum=0, maximum=MAX_SEED)
     the_method = as_method(method, settings)
     the_problem = as_problem(problem)
     refuse_too_large(f"{the_method.label()} on {the_problem.name}", the_problem.summary(),

@@ -90,29 +90,38 @@ def _setup_run(p):
                    "with --workers/--scheduler; without them the parts run in this process")
 
 
-def parse_int(field: str, text: str, minimum: int | None = None) -> int:
+def parse_int(field: str, text: str, minimum: int | None = None,
+              maximum: int | None = None) -> int:
+    """An integer written as '100000', '1e5' or ' 7 '; exact (no rounding through a float)."""
     try:
-        value = float(text)
+        value = int(text)
     except ValueError:
-        raise InputError(field, f"must be an integer, got {text!r}") from None
-    if not math.isfinite(value) or not value.is_integer():
-        raise InputError(field, f"must be an integer, got {text!r}")
+        try:
+            number = float(text)
+        except ValueError:
+            raise InputError(field, f"must be an integer, got {text!r}") from None
+        if not math.isfinite(number) or not number.is_integer():
+            raise InputError(field, f"must be an integer, got {text!r}") from None
+        value = int(number)
     if minimum is not None and value < minimum:
-        raise InputError(field, f"must be >= {minimum}, got {text}")
-    return int(value)
+        raise InputError(field, f"must be >= {minimum}, got {text.strip()}")
+    if maximum is not None and value > maximum:
+        raise InputError(field, f"must be <= {maximum}, got {text.strip()}")
+    return value
 
 
 @command("run", _setup_run)
 def cmd_run(args) -> int:
     from harness.api import run_key
     from harness.footprint import format_bytes, memory_limit, refuse_too_large
+    from harness.method import check_budget
     from harness.plugin_file import resolve_method
     from harness.runner import point_truth, run_one
-    from harness.seeding import rng_for
+    from harness.seeding import MAX_SEED, rng_for
     from harness.spec import make_problem, parse_pairs
 
-    budget = parse_int("--budget", args.budget, minimum=1)
-    seed = parse_int("--seed", args.seed, minimum=0)
+    budget = check_budget("--budget", parse_int("--budget", args.budget))
+    seed = parse_int("--seed", args.seed, minimum=0, maximum=MAX_SEED)
     settings: dict[str, str] = {}
     for item in args.settings:
         settings.update(parse_pairs(item, "--set"))
@@ -228,7 +237,8 @@ def cmd_check(args) -> int:
 
 
 def _one_line_plugin_warnings() -> None:
-    """A skipped plugin is one line on stderr ("warning: skipped method plugin ...")."""
+    """A skipped plugin, an ill-conditioned problem (warning classes with `one_line = True`)
+    are one line on stderr ("warning: skipped method plugin ...")."""
     import warnings
 
     base = warnings.formatwarning
@@ -236,7 +246,7 @@ def _one_line_plugin_warnings() -> None:
         return
 
     def formatwarning(message, category, *args, **kwargs):
-        if category.__name__ == "PluginWarning":
+        if getattr(category, "one_line", False):
             return f"warning: {message}\n"
         return base(message, category, *args, **kwargs)
 
@@ -267,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)   # one line
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

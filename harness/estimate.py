@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-STATUSES = ("ok", "failed")
+# ok: an answer; unreliable: an answer (numbers kept, checked like ok) that the method's own
+# diagnostics call degenerate (harness.reliability), with the reason; failed: no answer.
+STATUSES = ("ok", "unreliable", "failed")
+ANSWERED = ("ok", "unreliable")   # statuses that carry the method's numbers
 
 
 @dataclass(frozen=True)
@@ -41,12 +44,12 @@ class Estimate:
         return cls(None, None, status="failed", reason=reason, diagnostics=diagnostics)
 
     def check(self, n_test: int) -> None:
-        """Raise AssertionError if a successful estimate breaks the output contract (a bug)."""
+        """Raise AssertionError if an estimate breaks the output contract (a bug)."""
         if self.status not in STATUSES:
             raise AssertionError(f"unknown status {self.status!r}")
+        if self.status != "ok" and not self.reason:
+            raise AssertionError(f"an estimate with status {self.status!r} must say why")
         if self.status == "failed":
-            if not self.reason:
-                raise AssertionError("a failed estimate must say why")
             return
         if self.log_marginal_likelihood is not None:
             lz = self.log_marginal_likelihood

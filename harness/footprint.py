@@ -87,15 +87,16 @@ def format_bytes(n: float) -> str:
 def parse_bytes(field_name: str, value: Any) -> int:
     """'8GB', '512 MiB', '1.5e9' or a number of bytes -> bytes (InputError otherwise)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if math.isfinite(value) and value > 0:
+        if math.isfinite(value) and value >= 1:
             return int(value)
         raise InputError(field_name, f"must be a positive amount of memory, got {value!r}")
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(value))
     unit = m.group(2).upper() if m else None
-    if m is None or unit not in _UNITS or not float(m.group(1)) > 0:
-        raise InputError(field_name, f"is not an amount of memory: {value!r}",
+    amount = float(m.group(1)) * _UNITS[unit] if m and unit in _UNITS else math.nan
+    if not (math.isfinite(amount) and amount >= 1):   # 1e400GB is inf, 1e-9 less than a byte
+        raise InputError(field_name, f"is not an amount of memory: {str(value)[:60]!r}",
                          "write e.g. 8GB, 512MB or 16GiB")
-    return int(float(m.group(1)) * _UNITS[unit])
+    return int(amount)
 
 
 def problem_bytes(summary: Mapping[str, Any]) -> int:

@@ -8,9 +8,19 @@ import scipy.linalg
 from harness.errors import InputError
 
 
+def float_array(value, field: str) -> np.ndarray:
+    """`value` as a float64 array, or an InputError naming `field` if it holds anything but
+    real numbers (text, bytes, objects or complex numbers, e.g. from a user's .npz file)."""
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf":
+        raise InputError(field, f"must hold real numbers, got an array of {a.dtype}",
+                         "save it as a float array")
+    return a.astype(float)
+
+
 def check_covariance(R: np.ndarray, field: str = "cov") -> np.ndarray:
     """Return R as a float64 array after checking it is square, finite and symmetric."""
-    R = np.asarray(R, dtype=float)
+    R = float_array(R, field)
     if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] == 0:
         raise InputError(field, f"must be a non-empty square matrix, got shape {R.shape}")
     if not np.all(np.isfinite(R)):

@@ -30,6 +30,15 @@ def _status_kib(*fields: str) -> tuple[int, ...]:
                  for field in fields)
 
 
+def status_bytes(field: str) -> int | None:
+    """A size from /proc/self/status (e.g. "VmData") in bytes; None where there is none."""
+    try:
+        (kib,) = _status_kib(field)
+    except (OSError, AttributeError):
+        return None
+    return kib * 1024
+
+
 def _reset_high_water_mark() -> None:
     with open(_CLEAR_REFS, "w", encoding="ascii") as f:
         f.write("5")

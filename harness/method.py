@@ -4,6 +4,7 @@ one method does the work, results in plain attributes of the returned Estimate).
 from __future__ import annotations
 
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -14,6 +15,15 @@ from harness.errors import InputError
 from harness.estimate import Estimate
 from harness.footprint import MemoryEstimate, dense
 from harness.problem import Problem
+
+# The largest budget a job may ask for: at ~10^6-10^7 units per CPU second (SOV at N = 10, the
+# cheapest work any method does per unit) 10^9 is already minutes to hours of CPU, and a
+# budget beyond it cannot finish (`--budget 9223372036854775807` would run for millennia).
+MAX_BUDGET = 10**9
+# The largest magnitude of a number given as a setting or a problem parameter: 2^53, beyond
+# which a double no longer holds every integer (a value like 9223372036854775807 would be
+# silently rounded) and sizes, chunk sizes or scales overflow the arithmetic that uses them.
+MAX_MAGNITUDE = 2**53
 
 
 class Method(ABC):
@@ -115,8 +125,7 @@ class Method(ABC):
         """The checks of a budget and rng shared by estimate and estimate_part."""
         if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
             raise InputError("budget", f"must be a positive integer, got {budget!r}")
-        if budget <= 0:
-            raise InputError("budget", f"must be a positive integer, got {budget}")
+        check_budget("budget", int(budget))
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy.random.Generator")
         self.check_job(int(budget), problem.n_train)
@@ -219,14 +228,53 @@ class Method(ABC):
         """The estimator itself; `budget` is a positive int."""
 
 
+def check_budget(field: str, budget: int) -> int:
+    """`budget` if it is a positive integer a job can run (at most MAX_BUDGET), else an
+    InputError naming the limit."""
+    if budget <= 0:
+        raise InputError(field, f"must be a positive integer, got {budget}")
+    if budget > MAX_BUDGET:
+        raise InputError(field, f"{_shown(budget)} is more than the largest budget a job can run, "
+                         "1e9", "split the work into replicates of a smaller budget")
+    return budget
+
+
+def _shown(number: int | float) -> str:
+    """Three significant figures, also for an int too large for a float (10**400)."""
+    if isinstance(number, int) and abs(number) >= 10**300:
+        return f"{'-' * (number < 0)}{str(abs(number))[0]}e+{len(str(abs(number))) - 1}"
+    return f"{number:.3g}"
+
+
+def check_work(field: str, units: int, what: str, fix: str) -> None:
+    """An InputError when a job's work (`units` of `what`, e.g. sampler transitions: the budget
+    times what settings multiply it by) is beyond what a job can run, MAX_BUDGET."""
+    if units > MAX_BUDGET:
+        raise InputError(field, f"{_shown(units)} {what} are more than a job can run, 1e9", fix)
+
+
+def check_number(field: str, value: int | float) -> int | float:
+    """`value` if it is finite with magnitude at most MAX_MAGNITUDE, else an InputError: no
+    setting or problem parameter means anything at inf, NaN or beyond 2^53."""
+    if not isinstance(value, int) and not math.isfinite(value):   # (an int may be > 1e308)
+        raise InputError(field, f"must be a finite number, got {value!r}",
+                         "leave it out for the default")
+    if abs(value) > MAX_MAGNITUDE:
+        raise InputError(field, f"{_shown(value)} is out of range (|value| at most 2^53 = "
+                         f"{MAX_MAGNITUDE:.3g})")
+    return value
+
+
 def coerce_setting(field: str, value: Any, default: Any) -> Any:
-    """Coerce a (possibly string) setting value to the type of its default."""
+    """Coerce a (possibly string) setting value to the type of its default; numbers are
+    checked by check_number."""
     if not isinstance(value, str) or isinstance(default, str) or default is None:
         if isinstance(default, bool) and not isinstance(value, bool):
             raise InputError(field, f"must be true or false, got {value!r}")
         if isinstance(default, int | float) and not isinstance(default, bool):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InputError(field, f"must be a number, got {value!r}")
+            check_number(field, value)
             return type(default)(value) if isinstance(default, float) else value
         return value
     text = value.strip()
@@ -236,14 +284,22 @@ def coerce_setting(field: str, value: Any, default: Any) -> Any:
         if text.lower() in ("false", "0", "no"):
             return False
         raise InputError(field, f"must be true or false, got {value!r}")
+    if not isinstance(default, int | float):
+        return text
     try:
-        if isinstance(default, int):
-            return int(float(text)) if float(text).is_integer() else int(text)
-        if isinstance(default, float):
-            return float(text)
+        number = float(text)
     except ValueError:
         raise InputError(field, f"must be a number, got {value!r}") from None
-    return text
+    check_number(field, number)
+    if isinstance(default, float):
+        return number
+    if not number.is_integer():
+        raise InputError(field, f"must be an integer, got {value!r}")
+    try:
+        exact = int(text)   # exact where float(text) may round
+    except ValueError:   # '1e3'
+        exact = int(number)
+    return check_number(field, exact)
 
 
 # ---- the contract, checked when a plugin is loaded (harness.registry) ------------------------

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from harness.conditioning import warn_if_ill_conditioned
 from harness.covariance import Covariance, DenseCovariance, KernelCovariance
 from harness.errors import InputError
 from harness.kernels import Kernel
-from harness.linalg import check_covariance, cholesky_lower
+from harness.linalg import check_covariance, cholesky_lower, float_array
 
 ORDERS = ("interleave", "shuffle", "as-given")
 
@@ -66,7 +67,7 @@ def class_order(y: np.ndarray, how: str, rng: np.random.Generator | None = None)
 
 
 def _as_matrix(X, field: str) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
+    X = float_array(X, field)
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2:
@@ -181,6 +182,7 @@ class Problem:
         # of R bounds every entry of R and B (Covariance.check); R = C (K + I) C with K positive
         # semi-definite has eigenvalues >= 1, so needs no Cholesky to be known positive definite
         problem.cov.check("kernel matrix", "rescale the features")
+        warn_if_ill_conditioned(name, problem.cov)   # O(N d^2) or O(N) (harness.conditioning)
         return problem
 
     @classmethod
@@ -218,6 +220,7 @@ class Problem:
         )
         if not isinstance(R, Covariance):
             problem.chol  # noqa: B018
+        warn_if_ill_conditioned(name, R, problem.__dict__.get("chol"))
         return problem
 
     # ---- shape --------------------------------------------------------------------------

@@ -54,6 +54,8 @@ _BUILTIN_PROBLEMS = {
 class PluginWarning(UserWarning):
     """A registered plugin cannot be used: it is skipped, and the message says why."""
 
+    one_line = True   # the CLI prints it as one line (harness.cli)
+
 
 def _load(target: str):
     module, _, attr = target.partition(":")

@@ -12,6 +12,14 @@ region, and is timed apart: setup_cpu_seconds, setup_wall_seconds. It is cached 
 so only the first job of a problem x method in a worker pays it; the runner keeps the cost it
 measured then (`_SETUP`, keyed by the problem object and the method's label) and every later
 job of the pair reports the same seconds with setup_cached = true.
+
+Limits. Inside harness.deadline.cpu_time_limit, a cached set-up's recorded CPU counts against
+the limit like a set-up built by the job itself (deadline.charged), so the status never
+depends on which job of a worker built it. run_one(..., limits=Limits(time, memory)) makes the
+limits hard: the job runs in a forked child (harness.isolated; harness.limits states the rules
+and the design), and a child killed at its limit is stored as "timeout" (or "failed" with a
+reason starting "memory:") with the CPU it really used. An allocation that fails is "failed" with
+"memory:" and the numbers (harness.limits.memory_reason) on either path.
 """
 
 from __future__ import annotations
@@ -19,27 +27,23 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from functools import cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from harness import limits as hard
 from harness import metrics
-from harness.deadline import TimeLimitExceeded
+from harness.deadline import TimeLimitExceeded, charged, check_deadline
 from harness.debugging import exception_reason
 from harness.errors import InputError
-from harness.estimate import Estimate
+from harness.estimate import ANSWERED, Estimate
+from harness.limits import Limits
 from harness.memory import peak_memory
 from harness.method import Method
 from harness.problem import Problem
 
-
-@cache
-def _blas() -> ThreadpoolController:
-    """One controller per process: building one rescans the loaded libraries (~6 ms)."""
-    return ThreadpoolController()
+_blas = hard.blas_controller   # one threadpoolctl controller per process
 
 
 def _plain(value):
@@ -54,9 +58,26 @@ def _listed(values) -> list[float] | None:
     return None if values is None else np.asarray(values, float).tolist()
 
 
+class SetupCost(NamedTuple):
+    """What a set-up cost when this process built it: CPU and wall seconds, and the memory it
+    added to the process (VmData growth, bytes; None where it cannot be read)."""
+
+    cpu: float
+    wall: float
+    held: int | None
+
+
 T = TypeVar("T")
 
-_SETUP: WeakKeyDictionary[Problem, dict[str, tuple[float, float]]] = WeakKeyDictionary()
+_SETUP: WeakKeyDictionary[Problem, dict[str, SetupCost]] = WeakKeyDictionary()
+
+
+def prepare_untimed(problem: Problem, method: Method, blas_threads: int = 1) -> None:
+    """method.prepare(problem) with the dense quantities it reads (no timing, no record)."""
+    with _blas().limit(limits=blas_threads, user_api="blas"):
+        if method.needs_dense(problem.n_train):
+            problem.warm()   # the dense K, R and factor it reads, built outside the estimate
+        method.prepare(problem)
 
 
 def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> dict[str, Any]:
@@ -71,30 +92,54 @@ def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> di
     """
     seen = _SETUP.setdefault(problem, {})
     label = method.label()
-    with _blas().limit(limits=blas_threads, user_api="blas"):
-        cpu0, wall0 = time.thread_time(), time.perf_counter()
-        if method.needs_dense(problem.n_train):
-            problem.warm()   # the dense K, R and factor it reads, built outside the estimate
-        method.prepare(problem)
-        cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
     cached = label in seen
+    data0 = None if cached else hard.data_size()
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
+    prepare_untimed(problem, method, blas_threads)
+    cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
     if not cached:
-        seen[label] = (cpu, wall)
-    cpu, wall = seen[label]
+        data1 = None if data0 is None else hard.data_size()
+        seen[label] = SetupCost(cpu, wall, None if data1 is None else max(data1 - data0, 0))
+    cpu, wall, _ = seen[label]
     return {"setup_cpu_seconds": cpu, "setup_wall_seconds": wall, "setup_cached": cached}
+
+
+def setup_cost(problem: Problem, method: Method) -> SetupCost | None:
+    """The recorded cost of this problem x method's set-up, if this process has built it."""
+    return _SETUP.get(problem, {}).get(method.label())
+
+
+def record_setup(problem: Problem, method: Method, cost: SetupCost) -> None:
+    """Record a set-up's cost as measured elsewhere (harness.isolated.adopt_setup)."""
+    _SETUP.setdefault(problem, {})[method.label()] = cost
+
+
+def _within_limit(work: Callable[..., T]) -> Callable[..., T]:
+    """work, with the CPU-time deadline checked before (a cached set-up may have used the
+    limit up) and after it (a method that never checks is still a timeout once past it)."""
+    def checked(*args):
+        check_deadline()
+        result = work(*args)
+        check_deadline()
+        return result
+    return checked
 
 
 def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
                blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+               on_setup: Callable[[dict[str, Any]], None] | None = None,
                ) -> tuple[T | None, Estimate | None, dict[str, Any]]:
     """Set up the method (timed_prepare), then run work() timed: (its result, None, timing).
 
     The timing holds cpu_seconds (thread CPU), process_cpu_seconds, wall_seconds, the set-up
-    fields of timed_prepare, peak_memory_mb and memory_source. A time-out (inside
-    harness.deadline.cpu_time_limit) or a bug in the method becomes (None, a failed Estimate
-    with status 'timeout' or 'error' and the reason, timing); an InputError is raised, and so
-    is any other exception with raise_errors=True. Shared by run_method (one estimate) and
-    harness.split.run_part (one part of a split estimate).
+    fields of timed_prepare, peak_memory_mb and memory_source. Inside
+    harness.deadline.cpu_time_limit(...), a method that passes the limit stops at its next
+    check_deadline(); a cached set-up's CPU counts against the limit (module doc). A time-out,
+    a failed allocation or a bug in the method becomes (None, an Estimate with status
+    'timeout', 'failed' (reason "memory: ...") or 'error' and the reason, timing); an
+    InputError is raised, and so is any other exception with raise_errors=True. on_setup(the
+    set-up fields) is called once the set-up succeeded. Shared by run_method (one estimate)
+    and harness.split.run_part (one part of a split estimate).
     """
     def guarded(fn):
         try:
@@ -103,6 +148,10 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
             raise
         except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.deadline)
             return None, Estimate(None, None, status="timeout", reason=str(exc))
+        except MemoryError as exc:        # past the memory limit (harness.limits) or the RAM
+            if raise_errors:
+                raise
+            return None, Estimate.failed(hard.memory_reason(exc))
         except Exception as exc:  # noqa: BLE001 - recorded, never lost
             if raise_errors:
                 raise
@@ -110,13 +159,20 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
                                   reason=exception_reason(exc, type(method)))
 
     setup: dict[str, Any] = {}
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
     _, failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
+    if failed:   # what the set-up used until it stopped
+        setup = {"setup_cpu_seconds": time.thread_time() - cpu0,
+                 "setup_wall_seconds": time.perf_counter() - wall0, "setup_cached": False}
+    elif on_setup is not None:
+        on_setup(setup)
     value = None
     with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
-                                                             user_api="blas"):
+                                                             user_api="blas"), \
+            charged(setup["setup_cpu_seconds"] if setup.get("setup_cached") else 0.0):
         cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
         if failed is None:
-            value, failed = guarded(work)
+            value, failed = guarded(_within_limit(work))
         cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
                            time.perf_counter() - wall0)
     return value, failed, {"cpu_seconds": cpu, "process_cpu_seconds": proc,
@@ -139,20 +195,18 @@ def estimate_fields(estimate: Estimate) -> dict[str, Any]:
 def run_method(
     problem: Problem, method: Method, budget: int, rng: np.random.Generator,
     *, blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+    on_setup: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Estimate with timing; a bug in a method becomes status 'error' with the reason.
-
-    Inside harness.deadline.cpu_time_limit(...), a method that passes the limit stops at its
-    next check_deadline() and the run gets status 'timeout' with the reason. One-time work
-    (method.prepare: JIT compilation, per-problem factorisations) is kept out of the timing and
-    reported apart (timed_prepare: setup_cpu_seconds, setup_wall_seconds, setup_cached).
-    trace_memory=False skips the peak-memory measurement (peak_memory_mb None).
-    An error's reason names the method's file and line (harness.debugging); raise_errors=True
-    re-raises it instead, with its traceback (`run --raise`).
+    """Estimate with timing (timed_call); a bug in a method becomes status 'error' with the
+    reason (naming the method's file and line, harness.debugging), a time-out 'timeout', a
+    failed allocation 'failed' with a reason starting "memory:". trace_memory=False skips the
+    peak-memory measurement (peak_memory_mb None); raise_errors=True re-raises a method's
+    exception with its traceback (`run --raise`).
     """
     estimate, failed, timing = timed_call(
         problem, method, lambda: method.estimate(problem, budget, rng),
-        blas_threads=blas_threads, trace_memory=trace_memory, raise_errors=raise_errors)
+        blas_threads=blas_threads, trace_memory=trace_memory, raise_errors=raise_errors,
+        on_setup=on_setup)
     estimate = failed or estimate
     return {**estimate_fields(estimate), **timing,
             "diagnostics": {k: _plain(v) for k, v in estimate.diagnostics.items()}}
@@ -175,7 +229,8 @@ def identity_fields(problem: Problem, method: Method, budget: int) -> dict[str, 
 
 
 def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
-    """Errors against the problem's truth (exact oracle or reference), when it has one."""
+    """Errors against the problem's truth (exact oracle or reference), when it has one; for
+    unreliable runs too (their numbers are kept so that a user can see how wrong they are)."""
     truth = problem.truth
     out: dict[str, Any] = {}
     if truth is None:
@@ -183,11 +238,11 @@ def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
     out["truth_kind"] = truth.kind
     out["true_log_marginal_likelihood"] = truth.log_marginal_likelihood
     lz = record.get("log_marginal_likelihood")
-    if record["status"] == "ok" and lz is not None:
+    if record["status"] in ANSWERED and lz is not None:
         out["abs_log_error"] = metrics.abs_log_error(lz, truth.log_marginal_likelihood)
         out["mape_percent"] = metrics.mape_percent(lz, truth.log_marginal_likelihood)
     probs = record.get("test_probabilities")
-    if (record["status"] == "ok" and probs is not None and truth.test_probabilities is not None
+    if (record["status"] in ANSWERED and probs is not None and truth.test_probabilities is not None
             and problem.n_test):
         out["mae"] = metrics.mae(probs, truth.test_probabilities)
     return out
@@ -203,13 +258,22 @@ def point_truth(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
     return {"true_test_probabilities": _listed(truth.test_probabilities) if known else None,
             "test_probabilities_abs_error": _listed(np.abs(np.asarray(probs, float)
                                                            - truth.test_probabilities))
-            if known and record["status"] == "ok" and probs is not None else None}
+            if known and record["status"] in ANSWERED and probs is not None else None}
 
 
 def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Generator,
-            *, raise_errors: bool = False, **identity: Any) -> dict[str, Any]:
-    """The full record of one run: identity fields, results, timings and truth metrics."""
+            *, raise_errors: bool = False, limits: Limits | None = None,
+            **identity: Any) -> dict[str, Any]:
+    """The full record of one run: identity fields, results, timings and truth metrics.
+
+    With `limits` (CPU seconds, bytes) the job is stopped at them (harness.isolated: in a
+    child process when there is a time limit); without, it runs as before."""
     record = {**identity, **identity_fields(problem, method, budget)}
-    record.update(run_method(problem, method, budget, rng, raise_errors=raise_errors))
+    if limits is not None and limits.active:
+        from harness.isolated import run_limited
+
+        record.update(run_limited(problem, method, budget, rng, limits))
+    else:
+        record.update(run_method(problem, method, budget, rng, raise_errors=raise_errors))
     record.update(truth_metrics(problem, record))
     return record

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+MAX_SEED = 2**63 - 1   # run and sweep seeds are stored as SQLite integers (signed 64 bits)
+
 
 def canonical_json(key: Mapping[str, Any]) -> str:
     return json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)

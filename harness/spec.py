@@ -45,7 +45,24 @@ def names_file(head: str) -> bool:
 
 @lru_cache(maxsize=8)
 def make_problem(spec: str) -> Problem:
-    """Build (and cache, per process) the problem a spec names."""
+    """Build (and cache, per process) the problem a spec names.
+
+    The build may use at most the memory available now (harness.limits.data_ceiling): a
+    problem too large for the machine (e.g. onefactor:n=1e9) is an InputError naming the spec
+    and the memory, not a process killed by the kernel once it overcommitted.
+    """
+    from harness.footprint import available_memory
+    from harness.limits import data_ceiling, memory_reason
+
+    with data_ceiling(available_memory()):
+        try:
+            return _build_problem(spec)
+        except MemoryError as exc:
+            reason = memory_reason(exc).removeprefix("memory: ")
+    raise InputError(f"problem {spec}", f"is too large to build: {reason}")
+
+
+def _build_problem(spec: str) -> Problem:
     from harness.datasets.files import load_problem_file
 
     head, options = split_spec(spec)

@@ -83,10 +83,12 @@ def run_part(spec: dict) -> dict:
     "reason"}.
 
     As a sweep job runs (harness.sweep.execute.on_worker: the problem cached per worker, BLAS
-    on one thread, the time limit applied to the part); set-up outside the timed region
-    (harness.runner.timed_call). A failing part is a record with its status, never an
+    on one thread); the spec's time_limit applies to each part as the cooperative CPU-time
+    limit (harness.deadline; not yet the hard limits of harness.limits); set-up outside the
+    timed region (harness.runner.timed_call). A failing part is a record with its status, never an
     exception.
     """
+    from harness.deadline import cpu_time_limit
     from harness.runner import timed_call
     from harness.seeding import rng_for
     from harness.sweep.execute import on_worker
@@ -95,8 +97,9 @@ def run_part(spec: dict) -> dict:
 
     def work(problem, method) -> dict[str, Any]:
         rng = rng_for(part_key(spec["key"], spec["part"]))
-        stats, failed, timing = timed_call(
-            problem, method, lambda: method.estimate_part(problem, head["budget"], rng))
+        with cpu_time_limit(spec.get("time_limit")):
+            stats, failed, timing = timed_call(
+                problem, method, lambda: method.estimate_part(problem, head["budget"], rng))
         return {**head, "stats": stats, "status": failed.status if failed else "ok",
                 "reason": failed.reason if failed else "", **timing}
 

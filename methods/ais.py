@@ -61,7 +61,7 @@ from harness.latent import (
     predict_from_means,
     prepare_latent_prior,
 )
-from harness.method import Method
+from harness.method import Method, check_work
 from harness.problem import Problem
 
 
@@ -156,6 +156,17 @@ class AnnealedSampler(Method):
                 f"method {self.label()}: setting 'burn_in'",
                 f"{self.burn_in} burn-in blocks is larger than the budget of {budget} samples",
                 "lower burn_in or raise the budget")
+        transitions = (budget + self.burn_in
+                       + self.ais_runs * max(self.n_temperatures(budget) - 2, 0)) * self.skip
+        check_work(f"method {self.label()} at budget {budget}",
+                   transitions * self.steps_per_transition(),
+                   "sampler steps ((budget + burn_in + ais_runs (T - 2)) x skip"
+                   + (" x leapfrog_steps)" if self.steps_per_transition() > 1 else ")"),
+                   "lower skip, ais_runs, temperatures or the budget")
+
+    def steps_per_transition(self) -> int:
+        """The cost of one transition in sampler steps (HMC: its leapfrog steps)."""
+        return 1
 
     def prepare(self, problem: Problem) -> None:
         prepare_latent_prior(problem, self.jitter)

@@ -38,7 +38,7 @@ from harness.latent import (
     latent_prior_memory,
     prepare_latent_prior,
 )
-from harness.method import Method
+from harness.method import Method, check_work
 from harness.problem import Problem
 
 TRACKED_TEST_POINTS = 3
@@ -86,6 +86,8 @@ class EmceeEnsemble(Method):
                 f"{self.walkers} walkers are too few for {n_train} dimensions: the stretch "
                 "move never leaves the span of the walkers, and emcee asks for at least twice "
                 "the dimension", f"use walkers >= {2 * n_train}, or 0 for 2N + 2")
+        check_work(f"method {self.label()} at budget {budget}", self.n_walkers(n_train) * budget,
+                   "walker moves (walkers x budget)", "use fewer walkers or a smaller budget")
 
     def prepare(self, problem: Problem) -> None:
         prepare_latent_prior(problem, self.jitter)

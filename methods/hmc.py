@@ -413,6 +413,9 @@ class HamiltonianMC(AnnealedSampler):
         super().prepare(problem)
         warm_up()
 
+    def steps_per_transition(self) -> int:
+        return self.leapfrog_steps
+
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """The annealed sampler's, plus C K_j C (default) or GPML's copy of C K C (2 N x N
         while it is made) and the leapfrog arrays of every chain."""

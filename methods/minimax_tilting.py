@@ -36,6 +36,11 @@ import numpy as np
 from harness.footprint import MemoryEstimate
 from harness.methods.sov import Factor, SetupFailed, Sov, SovStep
 from harness.problem import Problem
+from harness.reliability import (
+    degenerate_weights,
+    unconverged_saddle_point,
+    unreliable_reason,
+)
 from harness.reorder import cached, ordered_problem
 from harness.saddle_point import solve_saddle_point
 from harness.truncnorm import draw_above
@@ -111,3 +116,8 @@ class MinimaxTilting(Sov):
         except np.linalg.LinAlgError as exc:
             raise SetupFailed(f"the saddle-point system could not be solved: {exc}") from None
         return fac, {**setup, **info, "mu_max_abs": float(np.max(np.abs(self._mu)))}
+
+    def unreliable_reason(self, diagnostics: dict, budget: int) -> str:
+        """SOV's rules, and shifts far from the saddle point (harness.reliability)."""
+        return unreliable_reason(unconverged_saddle_point(diagnostics)
+                                 + degenerate_weights(diagnostics, budget))

@@ -61,7 +61,11 @@ sd of the per-randomisation log Ẑ_k / sqrt(K_eff)), K_eff the effective number
 (qmc.batch_error), with `weights_degenerate`, `top_randomisation_share` and
 `randomisations_effective` in the diagnostics. Over 30 seeds (N = 256, 1e3 points) sd(log Ẑ) /
 mean se went from 2.0-2.8 to 0.9-1.3. No se covers the low bias of a degenerate run: treat such
-estimates as lower-biased.
+estimates as lower-biased. A run whose weights have collapsed onto about one point (ESS < 1.1),
+or whose randomisations onto one (> 99 % of Ẑ), from 100 points on, is returned with status
+`unreliable` and the reason, its numbers kept (Sov.unreliable_reason, harness.reliability: the
+thresholds and the measurements behind them; issue 17: ESS = 1.000 and log Ẑ = -1e11 on a
+correlation matrix of condition 1e15).
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ from harness.method import Method, split_evenly
 from harness.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
 from harness.problem import Problem
 from harness.qmc import DEGENERATE_SHARE, KINDS, SOBOL_MAX_DIM, PointSet, batch_error, split_budget
+from harness.reliability import degenerate_weights, unreliable_reason
 from harness.reorder import REORDERINGS, ordered_problem
 from harness.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.truncnorm import draw_above
@@ -446,6 +451,13 @@ class Sov(Method):
             if problem.n_test:
                 diagnostics["test_se_mean"] = float(np.mean(run.test_se))
                 diagnostics["test_se_max"] = float(np.max(run.test_se))
+        reason = self.unreliable_reason(diagnostics, int(run.sizes.sum()))
         return Estimate(run.log_z, run.test if problem.n_test else np.empty(0),
                         log_marginal_likelihood_se=se, diagnostics=diagnostics,
-                        test_probabilities_se=run.test_se if se is not None else None)
+                        test_probabilities_se=run.test_se if se is not None else None,
+                        status="unreliable" if reason else "ok", reason=reason)
+
+    def unreliable_reason(self, diagnostics: dict, budget: int) -> str:
+        """Why the run's own diagnostics call the estimate degenerate ('' if they do not):
+        the weights or one randomisation hold the whole estimate (harness.reliability)."""
+        return unreliable_reason(degenerate_weights(diagnostics, budget))

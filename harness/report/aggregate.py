@@ -2,7 +2,10 @@
 
 Every job of the store becomes one row of `ReportData.jobs`, whatever its status: failed,
 timed-out and crashed jobs are kept (their errors are NaN) so that they are counted and listed,
-never dropped. Errors (MATH.md §10):
+never dropped. Unreliable jobs (an answer the method's own diagnostics call degenerate,
+harness.reliability) keep their numbers and errors in `jobs`, but like the failed ones they are
+left out of the cells, the curves and the consensus, and listed apart (`ReportData.unreliable`).
+Errors (MATH.md §10):
 
   abs_log_error, mape_percent, mae     against the problem's truth (exact or a reference)
   mae_post                             against the generating model's Bayes posterior
@@ -28,6 +31,8 @@ from harness.errors import InputError
 
 REFERENCE_FACTOR = 2.0
 OK = "ok"
+UNRELIABLE = "unreliable"
+ANSWERED = (OK, UNRELIABLE)   # statuses whose numbers are kept (harness.estimate.ANSWERED)
 
 
 @dataclass(frozen=True)
@@ -96,11 +101,12 @@ class ReportData:
     problems: dict[str, dict[str, Any]]   # Problem.summary() by name (+ jobs-only problems)
     metadata: dict[str, Any]
     consensus: dict[str, Consensus]
-    failures: pd.DataFrame                # non-ok jobs grouped by reason
+    failures: pd.DataFrame                # failed, timed-out and crashed jobs grouped by reason
     store_path: str = ""
     palette: Any = None                   # style.Palette, set when the report is drawn
     tune_records: list[dict] = field(default_factory=list)   # kind "tune" (report.tuning)
     records: list[dict] = field(default_factory=list)   # the jobs' plain records, row by row
+    unreliable: pd.DataFrame = field(default_factory=pd.DataFrame)   # unreliable jobs by cell
 
     @property
     def methods(self) -> list[str]:
@@ -180,7 +186,8 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
             "reason": r.get("reason") or "",
             "log_z": _float(r.get("log_marginal_likelihood")),
             "log_z_se": _float(r.get("log_marginal_likelihood_se")),
-            "probabilities": _array(r.get("test_probabilities")) if status == OK else None,
+            "probabilities": (_array(r.get("test_probabilities")) if status in ANSWERED
+                              else None),
             "n_train": r.get("n_train"),
             "n_test": r.get("n_test"),
             **{c: _float(r.get(c)) for c in COST_COLUMNS + SETUP_COLUMNS},
@@ -196,7 +203,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
         "budget_unit", "replicate", "status", "reason", "log_z", "log_z_se", "probabilities",
         "n_train", "n_test", *COST_COLUMNS, *SETUP_COLUMNS, "_rec_abs_log_error",
         "_rec_mape_percent", "_rec_mae", "_rec_truth_kind", "_rec_true_log_z"])
-    ok = jobs["status"] == OK
+    answered = jobs["status"].isin(ANSWERED)
 
     # problems known only from their jobs still get a section
     for name, grp in jobs.groupby("problem", sort=True):
@@ -216,7 +223,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
     # ---- against truth and the Bayes posterior ----
     for col in METRICS:
         jobs[col] = math.nan
-    for i in np.flatnonzero(ok.to_numpy()):
+    for i in np.flatnonzero(answered.to_numpy()):
         row = jobs.iloc[i]
         s = problems[row["problem"]]
         lz, probs = row["log_z"], row["probabilities"]
@@ -239,7 +246,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
     # ---- against the consensus ----
     consensus = {name: compute_consensus(name, jobs[jobs["problem"] == name])
                  for name in problems}
-    for i in np.flatnonzero(ok.to_numpy()):
+    for i in np.flatnonzero(answered.to_numpy()):
         row = jobs.iloc[i]
         c = consensus[row["problem"]]
         if c.log_z is not None and not math.isnan(row["log_z"]):
@@ -254,7 +261,8 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
 
     jobs = jobs.drop(columns=[c for c in jobs.columns if c.startswith("_rec_")])
     return ReportData(jobs=jobs, cells=aggregate(jobs), problems=problems, metadata=metadata,
-                      consensus=consensus, failures=failures(jobs), records=records)
+                      consensus=consensus, failures=failures(jobs), records=records,
+                      unreliable=unreliable(jobs))
 
 
 def compute_consensus(problem: str, jobs: pd.DataFrame) -> Consensus:
@@ -343,18 +351,45 @@ def aggregate(jobs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _ids(grp: pd.DataFrame) -> str:
+    ids = [str(j)[:12] for j in grp["job_id"]]
+    return ", ".join(ids[:5]) + (f" … (+{len(ids) - 5})" if len(ids) > 5 else "")
+
+
 def failures(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Non-ok jobs grouped by problem, method, budget, status and reason (with example ids)."""
-    bad = jobs[jobs["status"] != OK]
+    """Jobs without an answer (failed, timeout, error, ...) grouped by problem, method, budget,
+    status and reason (with example ids); unreliable jobs are listed apart (`unreliable`)."""
+    bad = jobs[~jobs["status"].isin(ANSWERED)]
     cols = ["problem", "method", "budget", "status", "reason", "count", "job_ids"]
     if not len(bad):
         return pd.DataFrame(columns=cols)
     rows = []
     for key, grp in bad.groupby(["problem", "method", "budget", "status", "reason"], sort=True):
-        ids = [str(j)[:12] for j in grp["job_id"]]
         rows.append({**dict(zip(cols[:5], key, strict=True)), "count": len(grp),
-                     "job_ids": ", ".join(ids[:5]) + (f" … (+{len(ids) - 5})"
-                                                      if len(ids) > 5 else "")})
+                     "job_ids": _ids(grp)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def unreliable(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Unreliable jobs by problem × method × budget: how many of the cell's jobs, the median
+    log Ẑ they reported and its error against the truth (NaN without one), and the kinds of
+    reason (each reason is 'kind: details', harness.reliability.unreliable_reason)."""
+    cols = ["problem", "method", "budget", "count", "n_jobs", "log_z_median",
+            "abs_log_error_median", "reasons", "job_ids"]
+    flagged = jobs[jobs["status"] == UNRELIABLE]
+    if not len(flagged):
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for key, grp in flagged.groupby(["problem", "method", "budget"], sort=True):
+        cell = jobs[(jobs["problem"] == key[0]) & (jobs["method"] == key[1])
+                    & (jobs["budget"] == key[2])]
+        kinds = sorted({part.split(":")[0].strip()
+                        for reason in grp["reason"] for part in str(reason).split("; ")})
+        rows.append({**dict(zip(cols[:3], key, strict=True)), "count": len(grp),
+                     "n_jobs": len(cell),
+                     "log_z_median": summarize(grp["log_z"])["median"],
+                     "abs_log_error_median": summarize(grp["abs_log_error"])["median"],
+                     "reasons": "; ".join(kinds), "job_ids": _ids(grp)})
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -10,7 +10,7 @@ import matplotlib
 from harness.problem import describe_kernel
 from harness.report import figures as figs
 from harness.report import html, pdf, reproduction, scaling, tables, tuning
-from harness.report.aggregate import OK, ReportData, load
+from harness.report.aggregate import ANSWERED, OK, UNRELIABLE, ReportData, load
 from harness.report.style import Palette, fmt
 from harness.results import job_rows, write_csv
 
@@ -101,7 +101,8 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
     meta = data.metadata
     n_jobs = len(data.jobs)
     n_ok = int((data.jobs["status"] == OK).sum()) if n_jobs else 0
-    bad = data.jobs[data.jobs["status"] != OK]["status"].value_counts().sort_index()
+    n_unreliable = int((data.jobs["status"] == UNRELIABLE).sum()) if n_jobs else 0
+    bad = data.jobs[~data.jobs["status"].isin(ANSWERED)]["status"].value_counts().sort_index()
     problems = []
     for name in data.problems:
         if not (data.jobs["problem"] == name).any():
@@ -129,7 +130,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "store_path": data.store_path, "version": harness.__version__,
         "problems": problems, "n_methods": len(data.methods), "n_jobs": n_jobs, "n_ok": n_ok,
-        "n_bad": n_jobs - n_ok,
+        "n_bad": n_jobs - n_ok - n_unreliable, "n_unreliable": n_unreliable,
         "bad_breakdown": ", ".join(f"{v} {k}" for k, v in bad.items()),
         "notes": _notes(data),
         "methods_table": tables.methods_table(data, palette),
@@ -139,6 +140,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         "paper_tables": paper,
         "reproduction": reproduction.section(data),   # paper-* sweeps only
         "failures_table": tables.failures_table(data),
+        "unreliable_table": tables.unreliable_table(data),
         "status_table": tables.status_table(data),
         "environment": tables.environment_rows(meta),
         "sweep_files": sweep_files(meta),

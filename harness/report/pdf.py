@@ -228,9 +228,12 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
                   f"{context['n_jobs']} jobs: {context['n_ok']} succeeded, "
                   f"{context['n_bad']} did not"
                   + (f" ({context['bad_breakdown']}; listed under 'Failed jobs')"
-                     if context["n_bad"] else "") + "."
+                     if context["n_bad"] else "")
+                  + (f", {context['n_unreliable']} unreliable (listed under 'Unreliable "
+                     "estimates')" if context.get("n_unreliable") else "") + "."
                   + (f" {context['n_tune_jobs']} tuning jobs." if context["n_tune_jobs"] else ""),
-                  size=10.5, weight="bold", color=BAD if context["n_bad"] else INK)
+                  size=10.5, weight="bold",
+                  color=BAD if context["n_bad"] or context.get("n_unreliable") else INK)
         for note in context["notes"]:
             flow.text(note, size=9)
         flow.text("Errors are means over successful replicates with standard errors in "
@@ -264,14 +267,20 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
             for spec in context["cross_figure_specs"]:
                 flow.figure(spec)
         flow.section_break()
+        if context.get("n_unreliable"):
+            flow.heading("Unreliable estimates", size=15)
+            flow.table(context["unreliable_table"])
         flow.heading("Failed jobs", size=15)
         if context["n_bad"]:
             flow.table(context["failures_table"])
-            flow.heading("Jobs by status", size=11)
-            flow.table(context["status_table"])
+        elif context.get("n_unreliable"):
+            flow.text("None.")
         else:
             flow.text(f"None: all {context['n_jobs']} jobs succeeded." if context["n_jobs"]
                       else "No estimate jobs." if context["n_tune_jobs"] else "No jobs yet.")
+        if context["n_bad"] or context.get("n_unreliable"):
+            flow.heading("Jobs by status", size=11)
+            flow.table(context["status_table"])
         if context["tune_failures"].rows:
             flow.heading(context["tune_failures"].title, size=11)
             flow.table(context["tune_failures"])

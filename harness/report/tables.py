@@ -364,8 +364,26 @@ def failures_table(data: ReportData) -> Table:
              _c(r["job_ids"])] for _, r in f.iterrows()]
     return Table("failures", "Failed, timed-out and crashed jobs",
                  ["problem", "method", "budget", "status", "jobs", "reason", "job ids"], rows,
-                 caption="Every job whose status is not 'ok', grouped by reason. These runs are "
-                         "left out of the means and standard errors, and counted here.")
+                 caption="Every job that gave no answer (status other than 'ok' or "
+                         "'unreliable'), grouped by reason. These runs are left out of the means "
+                         "and standard errors, and counted here.")
+
+
+def unreliable_table(data: ReportData) -> Table:
+    u = data.unreliable
+    rows = [[_c(r["problem"]), _c(r["method"]), _c(fmt_budget(r["budget"]), "num"),
+             _c(f"{r['count']} of {r['n_jobs']}", "bad num"), _c(fmt(r["log_z_median"], 6), "num"),
+             _c(fmt(r["abs_log_error_median"], 3) if np.isfinite(r["abs_log_error_median"])
+                else "", "num"),
+             _c(r["reasons"]), _c(r["job_ids"])] for _, r in u.iterrows()]
+    return Table("unreliable", "Unreliable estimates",
+                 ["problem", "method", "budget", "jobs", "median log Ẑ", "median |Δ log Z|",
+                  "reasons", "job ids"], rows,
+                 caption="Jobs whose own diagnostics call the estimate degenerate (weights or one "
+                         "randomisation holding the whole estimate, a saddle point far from "
+                         "converged: harness.reliability). Their numbers are kept in the store "
+                         "and the exports (status 'unreliable', with the reason) but left out of "
+                         "the figures, means and consensus; |Δ log Z| is against the truth.")
 
 
 def _fact_rows(facts: dict, prefix: str = "") -> list[tuple[str, str]]:

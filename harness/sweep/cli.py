@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from contextlib import ExitStack
 from pathlib import Path
 
 from harness.cli import command, parse_int
+from harness.errors import InputError
 
 DEFAULT_SWEEP = "sweeps/quick.toml"
 DEFAULT_STORE = "results/quick.sqlite"
@@ -20,12 +22,26 @@ def default_sweep_file(path: str) -> str:
     return str(bundled) if bundled.exists() else path
 
 
+def max_local_workers() -> int:
+    """Worker processes a local cluster may have: 4 per core (more only share the cores and
+    divide the memory further; use --scheduler for a larger cluster)."""
+    import os
+
+    return 4 * (os.cpu_count() or 1)
+
+
 def _setup_sweep(p):
     """Run every job of a sweep file on a Dask cluster and keep every result."""
     p.description = (
         "Run every problem × method × budget × replicate job of a sweep file on a Dask cluster, "
         "storing each result as it finishes. Re-running the same sweep resumes it: jobs already "
         "in the store are skipped.")
+    p.epilog = (
+        "exit status: 0 every job of the sweep is stored with status ok; 1 some are stored "
+        "with another status (failed, error, timeout; --rerun-failed reruns them); 2 bad "
+        "input (one line naming the field); 3 the cluster could not finish (no worker for "
+        "no_workers_timeout seconds, or the scheduler lost; finished jobs stay stored: run "
+        "the same command again); 130 interrupted (Ctrl-C)")
     p.add_argument("sweep_file", nargs="?", default=DEFAULT_SWEEP,
                    help=f"the sweep (TOML); default {DEFAULT_SWEEP}")
     p.add_argument("--store", help="results store (SQLite), relative to the working directory; "
@@ -40,6 +56,9 @@ def _setup_sweep(p):
                    "(default: Dask's config distributed.comm.tls.ca-file)")
     p.add_argument("--tls-cert", help="client certificate for TLS")
     p.add_argument("--tls-key", help="client private key for TLS")
+    p.add_argument("--no-workers-timeout", metavar="SECONDS",
+                   help="give up (exit 3) when the cluster has had no worker this long; "
+                   "default: the file's no_workers_timeout, else 300")
     p.add_argument("--rerun-failed", action="store_true",
                    help="also rerun the stored jobs whose status is not ok "
                    "(failed, timeout, error)")
@@ -55,20 +74,36 @@ def _setup_sweep(p):
 @command("sweep", _setup_sweep)
 def cmd_sweep(args) -> int:
     from harness.sweep.cluster import TLSOptions
-    from harness.sweep.driver import run_sweep
+    from harness.sweep.driver import EXIT_INTERRUPTED, run_sweep
     from harness.sweep.spec import load_sweep
 
-    workers = None if args.workers is None else parse_int("--workers", args.workers, minimum=1)
+    workers = None if args.workers is None else parse_int(
+        "--workers", args.workers, minimum=1, maximum=max_local_workers())
+    timeout = None if args.no_workers_timeout is None else \
+        parse_seconds("--no-workers-timeout", args.no_workers_timeout)
     sweep = load_sweep(default_sweep_file(args.sweep_file))
     if args.check:
         return _check(sweep, args, workers)
     tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
     try:
         outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
-                            tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report)
+                            tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,
+                            no_workers_timeout=timeout)
     except KeyboardInterrupt:   # run_sweep said how far it got
-        return 130
-    return 0 if outcome.complete else 1
+        return EXIT_INTERRUPTED
+    return outcome.exit_code
+
+
+def parse_seconds(field: str, text: str) -> float:
+    """A positive, finite number of seconds from the command line."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(field, f"must be a positive number of seconds, got {text!r}",
+                         f"e.g. {field} 300")
+    return value
 
 
 def _check(sweep, args, workers) -> int:

@@ -5,10 +5,22 @@
   Its worker processes ignore SIGINT (this module is their Dask preload, see `dask_setup`):
   a terminal's Ctrl-C reaches the whole process group, and only the client should react (it
   stops the sweep and closes the cluster) rather than every worker printing a traceback.
+  Its scheduler restarts a worker that has not sent a heartbeat for `worker_ttl` seconds
+  (Dask's distributed.scheduler.worker-ttl; here the sweep file's worker_ttl, else Dask's
+  configuration if it was changed, else WORKER_TTL): the worker's nanny kills it and starts
+  a new one, and its jobs go to the other workers. The scheduler checks every worker_ttl
+  seconds, so a frozen worker (e.g. SIGSTOP, a hung NFS read) loses its jobs within
+  2 × worker_ttl. A worker also misses heartbeats while one call holds the GIL (scipy's
+  Cholesky does: about 50 s at N = 16,384 on one core): worker_ttl must stay above that.
 - Existing: `scheduler` is an address (tcp://HOST:PORT, tls://HOST:PORT) or the path of a
   scheduler file written by `dask scheduler --scheduler-file`. TLS uses Dask's `Security`:
   certificate paths from the command line, else from Dask's configuration
-  (distributed.comm.tls.*, e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE).
+  (distributed.comm.tls.*, e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE). Its worker-ttl is the
+  scheduler's own (set where it starts: DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=120s; Dask's
+  default is 5 minutes); the sweep prints it.
+
+Either way, a sweep gives up when the cluster has had no worker for `no_workers_timeout`
+seconds (`WorkerWatch`), and says so in one line (harness.sweep.driver.ClusterLost).
 """
 
 from __future__ import annotations
@@ -17,7 +29,8 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +39,11 @@ from harness.errors import InputError
 
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
+
+
+NO_WORKERS_TIMEOUT = 300.0   # seconds a sweep waits while the cluster has no worker
+WORKER_TTL = 120.0           # the local cluster's distributed.scheduler.worker-ttl, seconds
+TTL_KEY = "distributed.scheduler.worker-ttl"
 
 
 def default_workers() -> int:
@@ -54,6 +72,84 @@ def dask_setup(worker=None) -> None:
     """Dask preload hook of the local cluster's worker processes: ignore SIGINT there."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def local_worker_ttl(ttl: float | None = None) -> float:
+    """The local cluster's worker-ttl in seconds: `ttl` (the sweep file's), else Dask's
+    configuration when it differs from Dask's own default, else WORKER_TTL."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    if ttl is not None:
+        return float(ttl)
+    configured = dask.config.get(TTL_KEY, None)
+    dask_default = next((dask.config.get(TTL_KEY, None, config=d) for d in dask.config.defaults
+                         if dask.config.get(TTL_KEY, None, config=d) is not None), None)
+    if configured is None or configured == dask_default:
+        return WORKER_TTL
+    return float(parse_timedelta(configured))
+
+
+def scheduler_worker_ttl(client) -> float | None:
+    """The connected scheduler's worker-ttl in seconds (None: disabled or not known)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    try:
+        value = client.run_on_scheduler(dask.config.get, TTL_KEY, None)
+        return float(parse_timedelta(value)) if value else None
+    except Exception:  # noqa: BLE001 - informative only (e.g. a scheduler refusing pickles)
+        return None
+
+
+class WorkerWatch:
+    """How long the cluster has had no worker: `check()` asks the scheduler (one round trip,
+    at most every `every` seconds) and returns the seconds since it was last seen with a
+    worker, or None while it has one. An unanswered question changes nothing."""
+
+    def __init__(self, client, every: float = 1.0, clock: Callable[[], float] = time.monotonic):
+        self.client, self.every, self.clock = client, every, clock
+        self.since: float | None = None     # when the cluster was first seen without workers
+        self._asked = -float("inf")
+
+    def workers(self) -> int | None:
+        try:
+            return int(self.client.scheduler_info(n_workers=0).get("n_workers", 0))
+        except Exception:  # noqa: BLE001 - a lost scheduler is noticed by the futures
+            return None
+
+    def check(self) -> float | None:
+        now = self.clock()
+        if now - self._asked >= self.every:
+            self._asked = now
+            n = self.workers()
+            if n is not None:
+                self.since = (self.since if self.since is not None else now) if n == 0 else None
+        return None if self.since is None else now - self.since
+
+
+def _dask_loggers() -> list[logging.Logger]:
+    names = ["distributed", *(n for n in list(logging.root.manager.loggerDict)
+                              if n.startswith("distributed."))]
+    return [logging.getLogger(n) for n in names]
+
+
+@contextmanager
+def dask_log_levels() -> Iterator[None]:
+    """Put the distributed loggers' levels back on exit (after `quiet_dask_logs`)."""
+    saved = {lg.name: lg.level for lg in _dask_loggers()}
+    try:
+        yield
+    finally:
+        for lg in _dask_loggers():
+            lg.setLevel(saved.get(lg.name, logging.NOTSET))
+
+
+def quiet_dask_logs() -> None:
+    """Silence the distributed loggers (e.g. once the scheduler is lost: closing the client
+    would log the cancelled reconnection with a traceback; the sweep says it in one line)."""
+    for lg in _dask_loggers():
+        lg.setLevel(logging.CRITICAL + 1)
 
 
 @dataclass(frozen=True)
@@ -118,11 +214,13 @@ def _dashboard(client) -> str | None:
 @contextmanager
 def connect(scheduler: str | None = None, workers: int | None = None,
             tls: TLSOptions | None = None, allowed_failures: int | None = None,
-            timeout: float = 30.0, client=None) -> Iterator[Connection]:
+            timeout: float = 30.0, client=None, worker_ttl: float | None = None
+            ) -> Iterator[Connection]:
     """A connected distributed.Client; a local cluster is closed on exit.
 
     `client`: an already connected distributed.Client (e.g. of a dask-cloudprovider
-    cluster made in Python); it is used as it is and left open.
+    cluster made in Python); it is used as it is and left open. `worker_ttl`: the local
+    cluster's (see local_worker_ttl).
     """
     import dask
     from distributed import Client, LocalCluster
@@ -174,7 +272,8 @@ def connect(scheduler: str | None = None, workers: int | None = None,
     config = {"distributed.nanny.pre-spawn-environ": {
         **dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENV},
         "distributed.worker.preload": [*dask.config.get("distributed.worker.preload", []),
-                                       __name__]}
+                                       __name__],
+        TTL_KEY: f"{local_worker_ttl(worker_ttl):g}s"}
     if allowed_failures is not None:
         config["distributed.scheduler.allowed-failures"] = allowed_failures
     with dask.config.set(config):

@@ -10,6 +10,13 @@ Store faults (harness.store): the store is opened (its writer lock taken, its in
 checked, results a full disk held back imported) before any cluster is reached, so a second
 client or a damaged file is refused at once (exit 2); a full disk ends the run with exit 2,
 the finished results that could not be stored held in a side file for the next run.
+
+A cluster that cannot go on ends the run with one line and every finished job kept
+(`ClusterLost`): no worker for `no_workers_timeout` seconds (the progress line says it is
+waiting meanwhile), or the scheduler lost (Dask's own logs are silenced for that case).
+The exit status of `sweep` is `Outcome.exit_code`: 0 every job of the sweep stored ok,
+1 some stored with another status (failed, error, timeout, ...), 2 bad input (harness.cli),
+3 the cluster could not finish (no workers, scheduler lost), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -36,6 +43,13 @@ from harness.sweep.references import record_references
 from harness.sweep.spec import Sweep, load_sweep
 
 KEY_PREFIX = "gpc-job-"
+EXIT_OK, EXIT_NOT_OK, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 3, 130
+LOST_REASONS = ("scheduler-connection-lost", "scheduler-restart")   # of a cancelled future
+
+
+class ClusterLost(Exception):
+    """The cluster cannot finish the sweep (no worker for too long, or the scheduler is
+    gone); the message says which and what to do."""
 
 
 @dataclass
@@ -51,6 +65,8 @@ class Outcome:
     parts_skipped: int = 0         # parts of split jobs already stored before this run
     elapsed: float = 0.0           # seconds from the first submission to the last result
     interrupted: bool = False
+    lost: str = ""                 # why the cluster could not finish (ClusterLost), if it did not
+    in_store: Counter = field(default_factory=Counter)   # statuses of the sweep's stored jobs
     store: str = ""
     report: dict[str, str] | None = None
 
@@ -60,8 +76,17 @@ class Outcome:
 
     @property
     def complete(self) -> bool:
-        return not self.interrupted and self.cancelled == 0 \
+        return not self.interrupted and not self.lost and self.cancelled == 0 \
             and self.skipped + self.stored == self.total
+
+    @property
+    def exit_code(self) -> int:
+        """The exit status of `sweep` (see the module's docstring)."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if not self.complete:
+            return EXIT_CLUSTER
+        return EXIT_NOT_OK if set(self.in_store) - {"ok"} else EXIT_OK
 
 
 def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list[Job]:
@@ -136,8 +161,10 @@ def split_lines(sweep: Sweep, jobs: Sequence[Job]) -> list[str]:
                if whole else "")]
 
 
-def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, Any]) -> None:
-    """Sweep file, sweep summary, environment facts and problem summaries, before any job."""
+def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, Any],
+                    n_jobs: int) -> None:
+    """Sweep file, sweep summary, environment facts and problem summaries, before any job
+    (`n_jobs`: the planned jobs)."""
     now = datetime.now(UTC).isoformat()
     for p in sweep.problems:
         store.add_problem(p.summary)
@@ -146,7 +173,7 @@ def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, An
     store.set_metadata("sweep_path", sweep.path)
     sweeps = store.metadata().get("sweeps") or {}
     sweeps[sweep.name] = {"path": sweep.path, "text": sweep.text, "started_at": now,
-                          "jobs": sweep.n_jobs}
+                          "jobs": n_jobs}
     store.set_metadata("sweeps", sweeps)
     store.set_metadata("environment", client_facts)
     store.set_metadata("started_at", now)
@@ -191,21 +218,61 @@ def stored_parts(store: ResultStore, job: Job, rerun_failed: bool) -> dict[int, 
             and (r["status"] == "ok" or not rerun_failed)}
 
 
+def arrivals(done, idle: Callable[[], None], poll: float = 0.1) -> Iterator[tuple[Any, Any]]:
+    """(future, result) pairs of a distributed.as_completed as they finish; `idle()` is called
+    (about every `poll` seconds) while none is ready, and may raise to stop waiting."""
+    while not done.is_empty():
+        if done.has_ready():
+            yield next(done)
+            continue
+        idle()
+        with done.thread_condition:
+            done.thread_condition.wait(poll)
+
+
+def no_workers_message(address: str, local: bool, waited: float) -> str:
+    if local:
+        return (f"no workers: every worker of the local cluster died and none came back for "
+                f"{duration(waited)} (killed? out of memory?); run the same command")
+    return (f"no workers: scheduler {address} has had none for {duration(waited)} "
+            f"(no_workers_timeout); start workers for it (dask worker {address} --nthreads 1), "
+            f"then run the same command")
+
+
 def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *,
             fn: Callable[[dict], dict] = run_job, progress: Progress | None = None,
-            part_fn: Callable[[dict], dict] = run_part, rerun_failed: bool = False) -> None:
-    """Submit the jobs (in order, as priorities), store each result as it arrives.
+            part_fn: Callable[[dict], dict] = run_part, rerun_failed: bool = False,
+            no_workers_timeout: float | None = None, local: bool = False) -> None:
+    """Submit the jobs (in order, as priorities), store each result as it arrives; on a full
+    disk (StoreFull), hold the finished results not stored and stop (`held_back`).
 
     A split job (Job.part_budgets) is submitted as one task per part not yet in the store, all
     with the job's priority; each finished part is committed at once (store.add_part), and
     when the job has all its parts, their combination is its record (store.add_record).
+    Raises ClusterLost when the cluster has had no worker for `no_workers_timeout` seconds
+    (default NO_WORKERS_TIMEOUT) or the scheduler is lost; every result that arrived is stored.
     """
     from distributed import as_completed
+
+    from harness.sweep.cluster import NO_WORKERS_TIMEOUT, WorkerWatch, quiet_dask_logs
 
     progress = progress or Progress(len(jobs))
     tasks: dict[str, tuple[Job, dict | None]] = {}   # key -> (job, part spec or None)
     have: dict[str, dict[int, dict]] = {}             # split job id -> its part records
     by_key: dict[str, Job] = {}                       # key -> job, of the unsplit jobs
+    timeout = NO_WORKERS_TIMEOUT if no_workers_timeout is None else no_workers_timeout
+    watch = WorkerWatch(client)
+    address = client.scheduler.address
+    lost = False
+
+    def idle() -> None:
+        waited = watch.check()
+        progress.tick(None if waited is None else
+                      f"waiting for workers: none for {duration(waited)} "
+                      f"(gives up after {duration(timeout)})")
+        if waited is not None and waited >= timeout:
+            raise ClusterLost(no_workers_message(address, local, waited))
+
     handled: set[str] = set()
     futures = []
     start = time.monotonic()
@@ -214,7 +281,8 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
         store.add_record(record)
         outcome.statuses[record["status"]] += 1
         progress.update(record["status"])
-        if record["status"] in ("failed", "error") and outcome.statuses[record["status"]] <= 3:
+        if (record["status"] in ("failed", "error", "unreliable")
+                and outcome.statuses[record["status"]] <= 3):
             progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
                           f"budget {job.budget} / replicate {job.replicate}: "
                           f"{record.get('reason', '')}")
@@ -243,12 +311,16 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
         cancelled: set[str] = set()
         unsplit = [f for f in futures if f.key in by_key]
         # results are gathered in the background as tasks finish (no round trip per task)
-        for future, result in as_completed(futures, with_results=True, raise_errors=False,
-                                           loop=client.loop):
+        done = as_completed(futures, with_results=True, raise_errors=False, loop=client.loop)
+        for future, result in arrivals(done, idle):
             job, spec = tasks[future.key]
             record = (job_record(job, future, result) if spec is None
                       else part_result(spec, future, result))
             if record is None:   # cancelled: lost with the scheduler or released; runs next time
+                if not lost and (getattr(result, "reason", None) in LOST_REASONS
+                                 or client.status != "running"):
+                    lost = True
+                    quiet_dask_logs()   # closing the client would log tracebacks
                 cancelled.add(job.job_id)
                 outcome.cancelled = len(cancelled)
                 future.release()
@@ -275,6 +347,9 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                                 outcome, len(jobs)) from None
             handled.add(future.key)
             future.release()
+        if lost:
+            raise ClusterLost(f"lost the scheduler {address} (stopped, or unreachable from "
+                              f"here); when it runs again, run the same command")
     except KeyboardInterrupt:
         outcome.interrupted = True
         raise
@@ -390,6 +465,7 @@ def run_sweep(
     scheduler: str | None = None, tls=None, rerun_failed: bool = False, report: bool = True,
     out: TextIO | None = None, err: TextIO | None = None,
     fn: Callable[[dict], dict] = run_job, allowed_failures: int | None = None, client=None,
+    no_workers_timeout: float | None = None,
 ) -> Outcome:
     """Run (or resume) a sweep; returns what was done. Bad input raises InputError.
 
@@ -397,8 +473,10 @@ def run_sweep(
     (an address or scheduler file, with `tls`), else a local cluster of `workers` processes.
     `allowed_failures` (local cluster only): worker deaths a job may cause before it is
     stored as failed (Dask's distributed.scheduler.allowed-failures, default 3).
+    `no_workers_timeout` (seconds) overrides the sweep file's. A cluster that cannot finish
+    sets `Outcome.lost` (one line on `err`, after the summary); see `Outcome.exit_code`.
     """
-    from harness.sweep.cluster import check_options, connect
+    from harness.sweep.cluster import check_options, connect, dask_log_levels
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -412,13 +490,14 @@ def run_sweep(
     outcome = Outcome(store=str(store_path))
     # on Ctrl-C: one line (before the cluster closes), then KeyboardInterrupt
     with ExitStack() as stack, interrupt_note(outcome, err):
+        stack.enter_context(dask_log_levels())   # restored after the client closes
         conn = None
 
         def connected():
             nonlocal conn
             if conn is None:
                 conn = stack.enter_context(connect(scheduler, workers, tls, allowed_failures,
-                                                   client=client))
+                                                   client=client, worker_ttl=sweep.worker_ttl))
             return conn
 
         db = stack.enter_context(ResultStore(store_path))   # one writer; sound; refused early
@@ -435,11 +514,11 @@ def run_sweep(
             n_stored = sum(len(stored_parts(db, j, rerun_failed)) for j in split)
             print(f"{len(split)} of them in {n_parts} parts: {n_stored} parts stored, "
                   f"{n_parts - n_stored} to run", file=out, flush=True)
-        record_metadata(db, sweep, environment_facts())
+        record_metadata(db, sweep, environment_facts(), len(jobs))
         record_references(db, sweep, out)
         if todo:
             conn = connected()
-            print(f"cluster: {conn.description}", file=out)
+            print(f"cluster: {conn.description}; {cluster_health(conn.client)}", file=out)
             if conn.dashboard:
                 print(f"dashboard: {conn.dashboard}", file=out)
             out.flush()
@@ -447,23 +526,44 @@ def run_sweep(
             workers_seen = db.metadata().get("workers") or {}
             workers_seen.update(worker_facts(conn.client))
             db.set_metadata("workers", workers_seen)
-            execute(conn.client, todo, db, outcome, fn=fn, progress=Progress(len(todo), err),
-                    rerun_failed=rerun_failed)
+            try:
+                execute(conn.client, todo, db, outcome, fn=fn, progress=Progress(len(todo), err),
+                        no_workers_timeout=(sweep.no_workers_timeout if no_workers_timeout is None
+                                            else no_workers_timeout), local=conn.local,
+                        rerun_failed=rerun_failed)
+            except ClusterLost as exc:
+                outcome.lost = str(exc)
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
-        in_store = db.status_counts(j.job_id for j in jobs)
+        in_store = outcome.in_store = Counter(db.status_counts(j.job_id for j in jobs))
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items()))
     if todo:
         print(f"ran {outcome.stored} jobs in {duration(outcome.elapsed)}"
               + (f" ({counts})" if counts else "")
               + (f"; {outcome.parts} parts" if outcome.parts else ""), file=out)
-    print(f"store {store_path}: {sum(in_store.values())} of the sweep's {len(jobs)} jobs ("
-          + ", ".join(f"{n} {s}" for s, n in sorted(in_store.items())) + ")", file=out)
-    if outcome.cancelled:
+    print(f"store {store_path}: {sum(in_store.values())} of the sweep's {len(jobs)} jobs"
+          + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(in_store.items())) + ")"
+             if in_store else ""), file=out)
+    if outcome.cancelled and not outcome.lost:
         print(f"{outcome.cancelled} jobs were cancelled (scheduler lost?): run the same "
               f"command again to finish them", file=err)
     if report:
         outcome.report = write_report(store_path, sweep.report, out)
+    if outcome.lost:
+        done = sum(in_store.values())
+        print(f"error: {outcome.lost} to finish the other {len(jobs) - done} jobs ("
+              + (f"the {done} done are stored)" if done else "none was done)"), file=err,
+              flush=True)
     return outcome
+
+
+def cluster_health(client) -> str:
+    """Workers connected now and the scheduler's worker-ttl (for the `cluster:` line)."""
+    from harness.sweep.cluster import WorkerWatch, scheduler_worker_ttl
+
+    n = WorkerWatch(client).workers()
+    ttl = scheduler_worker_ttl(client)
+    return (f"{'?' if n is None else n} worker{'' if n == 1 else 's'} connected, worker-ttl "
+            + ("none" if ttl is None else duration(ttl)))
 
 
 def write_report(store_path: Path, out_dir: Path, out: TextIO) -> dict[str, str] | None:

@@ -4,8 +4,11 @@
 needs the harness installed). It builds the problem through harness.spec.make_problem, which
 is cached per worker process, so the Cholesky factor of a problem is computed once per worker
 and reused for all its budgets, methods and replicates; it derives the random stream from the
-job key; it pins BLAS to one thread (harness.runner does) and applies the sweep's
-cooperative CPU-time limit. It never raises for a failing job: the record says what happened.
+job key; it pins BLAS to one thread (harness.runner does) and applies the job's hard limits
+(harness.limits): the sweep's time_limit (CPU seconds) and a memory limit, the sweep file's
+memory_limit or else the Dask worker's own (its share of the machine), so a job with a limit runs
+in a child process stopped at it. It never raises for a failing job: the record says what
+happened.
 A tuning job (kind "tune") goes to harness.tuning.job.run_tune_job, which keeps the same rules.
 """
 
@@ -39,6 +42,25 @@ def _worker_address() -> str | None:
         return None
 
 
+def _worker_memory_limit() -> int | None:
+    """The memory_limit of the Dask worker running this (None: no worker, or no limit)."""
+    try:
+        from distributed import get_worker
+        limit = get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        return None
+    return int(limit) if limit else None
+
+
+def job_limits(job: dict[str, Any]):
+    """The job's hard limits: its time_limit, and its memory_limit or else the worker's."""
+    from harness.limits import Limits
+
+    memory = job.get("memory_limit")
+    return Limits(job.get("time_limit"),
+                  int(memory) if memory is not None else _worker_memory_limit())
+
+
 def job_identity(job: dict[str, Any]) -> dict[str, Any]:
     """The identity fields a job spec gives its record."""
     return {"job_id": job["job_id"], "sweep": job["sweep"], "replicate": job["replicate"],
@@ -60,13 +82,13 @@ def on_worker(job: dict[str, Any], work: Callable[[Any, Any], dict[str, Any]],
     """work(problem, method) for a job spec, as every task runs on a worker.
 
     BLAS pinned to one thread; the problem from harness.spec.make_problem (cached per worker
-    process), the method from the spec (job_method); the spec's cooperative CPU-time limit;
-    warnings kept in the record (not on the worker's stderr). An exception (e.g. a problem file
-    missing on this worker, a method plugin that does not import here) gives failed(reason):
-    recorded, never lost. Adds worker, job_wall_seconds and finished_at.
+    process), the method from the spec (job_method); warnings kept in the record (not on the
+    worker's stderr). An exception (e.g. a problem file missing on this worker, a method
+    plugin that does not import here) gives failed(reason): recorded, never lost (the client
+    completes the record with what it knows: harness.sweep.driver). Adds worker,
+    job_wall_seconds and finished_at.
     """
     pin_thread_env()
-    from harness.deadline import cpu_time_limit
     from harness.debugging import exception_reason
     from harness.spec import make_problem
 
@@ -76,8 +98,7 @@ def on_worker(job: dict[str, Any], work: Callable[[Any, Any], dict[str, Any]],
             warnings.simplefilter("default")
             problem = make_problem(job["problem"])
             method = job_method(job)
-            with cpu_time_limit(job.get("time_limit")):
-                record = work(problem, method)
+            record = work(problem, method)
         if caught:
             record["warnings"] = sorted({f"{w.category.__name__}: {w.message}"
                                          for w in caught})[:MAX_WARNINGS]
@@ -101,11 +122,12 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     from harness.seeding import rng_for
 
     identity = job_identity(job)
-    # a job that could not start: the client completes the record with what it knows
-    # (harness.sweep.driver)
+    limits = job_limits(job)
+    if limits.memory is not None:
+        identity["memory_limit"] = limits.memory
     return on_worker(
         job, lambda problem, method: run_one(problem, method, int(job["budget"]),
-                                             rng_for(job["key"]), **identity),
+                                             rng_for(job["key"]), limits=limits, **identity),
         lambda reason: {**identity, "method_name": job["method"], "settings": job["settings"],
                         "budget": int(job["budget"]), "status": "error", "reason": reason})
 

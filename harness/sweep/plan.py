@@ -54,6 +54,7 @@ class Job:
     kind: str = "estimate"         # or "tune"
     tune: dict[str, Any] | None = None   # a tune job's settings (TuneSettings.job_tune)
     method_file: dict[str, str] | None = None   # a method from a file: its source (plugin_file)
+    memory_limit: int | None = None     # the sweep file's, bytes (else the worker's own)
     part_budgets: tuple[int, ...] = ()   # a split job's part budgets (empty: not split)
 
     def spec(self) -> dict[str, Any]:
@@ -62,7 +63,8 @@ class Job:
                 "problem": self.problem, "method": self.method, "settings": self.settings,
                 "budget": self.budget, "replicate": self.replicate, "seed": self.seed,
                 "time_limit": self.time_limit, "kind": self.kind, "tune": self.tune,
-                **({"method_file": self.method_file} if self.method_file else {})}
+                **({"method_file": self.method_file} if self.method_file else {}),
+                **({"memory_limit": self.memory_limit} if self.memory_limit else {})}
 
 
 def split_plan(sweep: Sweep, method: MethodInstance, budget: int, n_train: int
@@ -126,5 +128,6 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
                         jobs.append(Job(key_digest(key), key, sweep.name, p.spec, p.name,
                                         p.n_train, p.n_test, m.name, m.label, m.settings,
                                         m.budget_unit, budget, r, sweep.seed, sweep.time_limit,
-                                        sweep.kind, tune, m.file, budgets))
+                                        sweep.kind, tune, m.file, sweep.memory_limit,
+                                        part_budgets=budgets))
     return jobs

@@ -1,4 +1,5 @@
-"""A one-line progress display on stderr: done / failed / remaining, rate and ETA."""
+"""A one-line progress display on stderr: done / failed / unreliable / remaining, rate and ETA,
+and what the sweep is waiting for (e.g. workers)."""
 
 from __future__ import annotations
 
@@ -26,26 +27,45 @@ class Progress:
         self.total, self.width, self.interval = total, width, interval
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.done = self.failed = 0
+        self.done = self.failed = self.unreliable = 0
         self.start = time.monotonic()
         self._last = 0.0
         self._drawn = False
+        self.waiting: str | None = None   # shown at the end of the line while set
 
     def line(self) -> str:
         n, total = self.done, self.total
         filled = int(self.width * n / total) if total else self.width
         bar = "#" * filled + "." * (self.width - filled)
         elapsed = time.monotonic() - self.start
-        text = (f"[{bar}] {n}/{total} done, {self.failed} failed, {total - n} to run, "
-                f"{duration(elapsed)} elapsed")
-        if 0 < n < total:
+        text = (f"[{bar}] {n}/{total} done, {self.failed} failed, "
+                + (f"{self.unreliable} unreliable, " if self.unreliable else "")
+                + f"{total - n} to run, {duration(elapsed)} elapsed")
+        if 0 < n < total and self.waiting is None:
             text += f", ETA {duration(elapsed / n * (total - n))}"
+        if self.waiting is not None:
+            text += f"; {self.waiting}"
         return text
+
+    def tick(self, waiting: str | None = None) -> None:
+        """While no job finishes: keep the elapsed time current (a terminal, every second)
+        and show `waiting` (without a terminal: a line when it appears or goes, and every
+        `interval` seconds while it stays)."""
+        changed = (waiting is None) != (self.waiting is None)
+        self.waiting = waiting
+        now = time.monotonic()
+        if self.tty:
+            if changed or now - self._last >= 1.0:
+                self.update(force=True)
+        elif changed or (waiting is not None and now - self._last >= self.interval):
+            self.update(force=True)
 
     def update(self, status: str | None = None, force: bool = False) -> None:
         if status is not None:
             self.done += 1
-            if status != "ok":
+            if status == "unreliable":
+                self.unreliable += 1
+            elif status != "ok":
                 self.failed += 1
         now = time.monotonic()
         if self.tty:

@@ -6,8 +6,12 @@ A sweep file (see sweeps/quick.toml)::
     description = "..."
     seed = 0                              # the sweep seed (part of every job's key)
     replicates = 3                        # independent runs per problem × method × budget
-    time_limit = 60                       # CPU seconds per job (cooperative); optional
-    memory_limit = "8GB"                  # a worker's memory; optional (default: the cluster's)
+    time_limit = 60                       # CPU seconds per job, hard (harness.limits); optional
+    memory_limit = "8GB"                  # a worker's memory, each job's limit; optional
+                                          # (default: the cluster's)
+    no_workers_timeout = 300              # seconds without any worker before the sweep gives up
+    worker_ttl = 120                      # seconds: a silent worker of the local cluster is
+                                          # restarted and its jobs move (harness.sweep.cluster)
     parts = "auto"                        # split each job of a method that can into parts run
     #                                       as separate tasks (harness.split); default 1: no
     budgets = [1000, 10000]               # or a log-spaced range:
@@ -62,16 +66,19 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
+from harness.seeding import MAX_SEED
 from harness.spec import names_file, split_spec
 from harness.sweep.tune import check_tune, parse_tune
 
 TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "memory_limit", "budgets",
-            "every_method", "problems", "methods", "output", "kind", "tune", "parts")
+            "every_method", "problems", "methods", "output", "kind", "tune",
+            "no_workers_timeout", "worker_ttl", "parts")
 OUTPUT_KEYS = ("store", "report")
 RANGE_KEYS = ("start", "stop", "num")
 PROBLEM_KINDS = ("family", "preset", "file", "spec")
 RESERVED_METHOD_KEYS = ("budgets",)
 MAX_JOBS = 1_000_000
+MAX_GRID = 1_000   # problems, and method instances, of one sweep (bundled sweeps: at most 54)
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,8 @@ class Sweep:
     kind: str = "estimate"     # or "tune" (harness.sweep.tune)
     tune: Any = None           # harness.sweep.tune.TuneSettings when kind == "tune"
     memory_limit: int | None = None   # bytes per worker (the file's memory_limit), if given
+    no_workers_timeout: float | None = None   # seconds; None: the default (harness.sweep.cluster)
+    worker_ttl: float | None = None   # seconds; None: the default (harness.sweep.cluster)
     parts: int | str = 1       # "auto" or a number: split estimates into parts (harness.split)
 
     def describe(self) -> dict[str, Any]:
@@ -165,6 +174,10 @@ class _Where:
         """An InputError from the harness (field: message (fix)) re-attributed to a key."""
         return InputError(f"{self.path}: {key}", str(exc))
 
+    def own(self, key: str, exc: InputError) -> InputError:
+        """An InputError raised for `key` (its field) re-attributed to the file's `key`."""
+        return InputError(f"{self.path}: {key}", str(exc).removeprefix(f"{exc.field}: "))
+
 
 def _unknown_key_fix(key: str, valid, noun: str = "keys") -> str:
     close = difflib.get_close_matches(key, list(valid), n=1)
@@ -179,40 +192,84 @@ def _check_keys(w: _Where, prefix: str, table: dict, valid) -> None:
             raise w.error(where, "unknown key", _unknown_key_fix(key, valid))
 
 
-def _int(w: _Where, key: str, value: Any, minimum: int) -> int:
+def _int(w: _Where, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or (
             isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
-        raise w.error(key, f"must be an integer, got {value!r}",
+        raise w.error(key, f"must be an integer, got {_short(value)}",
                       f"write e.g. {key.split('.')[-1]} = {max(minimum, 0)}")
     if value < minimum:
         raise w.error(key, f"must be >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise w.error(key, f"must be <= {maximum}, got {value!r}")
     return int(value)
+
+
+def _seconds(w: _Where, key: str, value: Any, what: str = "seconds",
+             example: int = 60) -> float | None:
+    """An optional positive, finite number of seconds (None if the key is absent)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and value > 0):
+        raise w.error(key, f"must be a positive number of {what}, got {value!r}",
+                      f"write e.g. {key} = {example}, or leave it out")
+    return float(value)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters (a message stays one readable line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _budget(w: _Where, key: str, value: Any) -> int:
+    """One budget: a positive integer of at most MAX_BUDGET."""
+    from harness.method import check_budget
+
+    try:
+        return check_budget(key, _int(w, key, value, minimum=1))
+    except InputError as exc:
+        raise w.own(key, exc) from None
 
 
 def _typed(w: _Where, key: str, value: Any, default: Any) -> Any:
     """A TOML value checked against the type of the setting's default."""
     if isinstance(value, dict | list):
-        raise w.error(key, f"must be a single value, got {value!r}")
+        raise w.error(key, f"must be a single value, got {_short(value)}")
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise w.error(key, f"must be true or false, got {value!r}")
         return value
-    if isinstance(default, int):
-        return _int(w, key, value, minimum=-(2**63))
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise w.error(key, f"must be a number, got {value!r}")
-        return float(value)
+    if isinstance(default, int | float):
+        from harness.method import check_number
+
+        if isinstance(default, int):
+            value = _int(w, key, value, minimum=-(2**63))
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise w.error(key, f"must be a number, got {_short(value)}")
+        try:
+            return type(default)(check_number(key, value))
+        except InputError as exc:
+            raise w.own(key, exc) from None
     if isinstance(default, str) and not isinstance(value, str):
         raise w.error(key, f"must be a string, got {value!r}",
                       f'write {key.split(".")[-1]} = "..."')
     return value
 
 
-def _grid(table: dict[str, Any]) -> list[dict[str, Any]]:
-    """{'a': [1, 2], 'b': 3} -> [{'a': 1, 'b': 3}, {'a': 2, 'b': 3}] (first key outermost)."""
+def _grid(w: _Where, where: str, table: dict[str, Any], have: int, noun: str
+          ) -> list[dict[str, Any]]:
+    """{'a': [1, 2], 'b': 3} -> [{'a': 1, 'b': 3}, {'a': 2, 'b': 3}] (first key outermost).
+
+    `have` {noun}s are already listed; more than MAX_GRID in all is refused before the grid is
+    built (each problem is built on the client to check it, each method instance made)."""
     keys = list(table)
     axes = [table[k] if isinstance(table[k], list) else [table[k]] for k in keys]
+    size = math.prod(len(a) for a in axes)
+    if have + size > MAX_GRID:
+        raise w.error(where, f"makes {have + size:,} {noun}s with those before it, more than "
+                      f"a sweep checks and runs ({MAX_GRID:,})",
+                      "use shorter lists, or split the sweep into several files")
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
@@ -237,21 +294,21 @@ def parse_budgets(w: _Where, key: str, value: Any) -> tuple[int, ...]:
     if isinstance(value, list):
         if not value:
             raise w.error(key, "is empty", "give at least one budget, e.g. budgets = [10000]")
-        budgets = [_int(w, f"{key}[{i}]", v, minimum=1) for i, v in enumerate(value)]
+        budgets = [_budget(w, f"{key}[{i}]", v) for i, v in enumerate(value)]
     elif isinstance(value, dict):
         _check_keys(w, key, value, RANGE_KEYS)
         missing = [k for k in RANGE_KEYS if k not in value]
         if missing:
             raise w.error(key, f"a range needs {', '.join(missing)}",
                           f"write {key} = {{ start = 1e3, stop = 1e5, num = 5 }}")
-        start = _int(w, f"{key}.start", value["start"], minimum=1)
-        stop = _int(w, f"{key}.stop", value["stop"], minimum=1)
-        num = _int(w, f"{key}.num", value["num"], minimum=1)
+        start = _budget(w, f"{key}.start", value["start"])
+        stop = _budget(w, f"{key}.stop", value["stop"])
+        num = _int(w, f"{key}.num", value["num"], minimum=1, maximum=1000)
         if stop < start:
             raise w.error(key, f"stop ({stop}) is smaller than start ({start})")
         budgets = [start] if num == 1 else [int(round(b)) for b in np.geomspace(start, stop, num)]
     else:
-        raise w.error(key, f"must be a list of integers or a range table, got {value!r}",
+        raise w.error(key, f"must be a list of integers or a range table, got {_short(value)}",
                       "write budgets = [1000, 10000] or "
                       "budgets = { start = 1e3, stop = 1e5, num = 3 }")
     return tuple(sorted(set(budgets)))
@@ -312,6 +369,9 @@ def expand_problems(w: _Where, value: Any, base: Path | None = None) -> list[tup
     if not isinstance(value, list) or not value:
         raise w.error("problems", "must be a non-empty list",
                       'write problems = ["onefactor:n=50", "linear1d-p1"]')
+    if len(value) > MAX_GRID:
+        raise w.error("problems", f"lists {len(value):,} problems, more than a sweep checks and "
+                      f"runs ({MAX_GRID:,})", "split the sweep into several files")
     out: list[tuple[str, str]] = []
     for i, item in enumerate(value):
         where = f"problems[{i}]"
@@ -357,7 +417,7 @@ def expand_problems(w: _Where, value: Any, base: Path | None = None) -> list[tup
                 if isinstance(v, dict) or (isinstance(v, list)
                                            and any(isinstance(x, dict | list) for x in v)):
                     raise w.error(f"{where}.{k}", "must be a value or a list of values")
-            for combo in _grid(params):
+            for combo in _grid(w, where, params, len(out), "problem"):
                 out.append((canonical_problem(w, where, head.strip(), combo, base), where))
         else:
             raise w.error(where, f"must be a spec string or a table, got {item!r}",
@@ -522,7 +582,7 @@ def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
                                        for x in values]
         if own_budgets is None:
             raise w.error("budgets", "missing", "write budgets = [1000, 10000] (or per method)")
-        for combo in _grid(settings_table):
+        for combo in _grid(w, where, settings_table, len(instances), "method instance"):
             try:
                 method = cls.from_settings(combo)
             except InputError as exc:
@@ -574,23 +634,26 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise w.error("", f"is not valid TOML ({exc})", "fix the syntax at that line") from None
+    except RecursionError:   # tomllib parses nested arrays and tables recursively
+        raise w.error("", "nests arrays or tables too deeply to be read",
+                      "a sweep file needs at most two levels (a list of tables)") from None
     _check_keys(w, "", raw, TOP_KEYS)
     default_name = Path(path).stem if path != "<sweep>" else "sweep"
     name = raw.get("name", default_name)
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\\0"):
-        raise w.error("name", f"must be a non-empty string without slashes, got {name!r}")
+        raise w.error("name", f"must be a non-empty string without slashes, got {_short(name)}")
+    if len(name) > 100:   # the default store and report are named after it
+        raise w.error("name", f"has {len(name)} characters, more than 100",
+                      "use a shorter name (files are named after it)")
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise w.error("description", "must be a string")
-    seed = _int(w, "seed", raw.get("seed", 0), minimum=0)
+    seed = _int(w, "seed", raw.get("seed", 0), minimum=0, maximum=MAX_SEED)
     replicates = _int(w, "replicates", raw.get("replicates", 1), minimum=1)
-    time_limit = raw.get("time_limit")
-    if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not (
-                math.isfinite(time_limit) and time_limit > 0):
-            raise w.error("time_limit", f"must be a positive number of CPU seconds, got "
-                          f"{time_limit!r}", "write e.g. time_limit = 60, or leave it out")
-        time_limit = float(time_limit)
+    time_limit = _seconds(w, "time_limit", raw.get("time_limit"), "CPU seconds")
+    no_workers_timeout = _seconds(w, "no_workers_timeout", raw.get("no_workers_timeout"),
+                                  example=300)
+    worker_ttl = _seconds(w, "worker_ttl", raw.get("worker_ttl"), example=120)
     memory_limit = raw.get("memory_limit")
     if memory_limit is not None:
         from harness.footprint import parse_bytes
@@ -625,7 +688,8 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     else:
         problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
     sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
-                  methods, store, report, raw, kind, tune, memory_limit, parts)
+                  methods, store, report, raw, kind, tune, memory_limit, no_workers_timeout,
+                  worker_ttl, parts=parts)
     if build:
         check_jobs(w, problems, methods)
         if tune is not None:

@@ -373,3 +373,43 @@ def test_figures_build_their_palette_when_none_is_given(tmp_path):
     specs = figures.all_figures(data, None)
     assert len(specs) == 3
     figures.close(specs)
+
+
+# ---- unreliable estimates (harness.reliability) -------------------------------------------
+def test_unreliable_jobs_are_kept_with_their_numbers_but_shown_apart(tmp_path):
+    """An unreliable job keeps its log Ẑ, probabilities and errors (jobs, export) but is not
+    part of the cell's means, the consensus or the failures list; it has its own table."""
+    from harness.report import build_report
+    from harness.results import job_rows
+
+    recs = [record(f"a{i}", "P", "A", 100, i, log_z=-10.1, probs=[0.25, 0.75]) for i in range(2)]
+    recs.append(record("a-u", "P", "A", 100, 2, log_z=-4e10, probs=[0.9, 0.1],
+                       status="unreliable",
+                       reason="weights degenerate: effective sample size 1 of 100 points; "
+                              "randomisations degenerate: one of 10 holds 100.0% of Ẑ"))
+    recs.append(record("a-f", "P", "A", 100, 3, status="failed", reason="all rejected"))
+    data = make_store(tmp_path / "u.sqlite", recs, [summary("P")])
+    c = cell(data, "P", "A", 100)
+    assert (c["n_jobs"], c["n_ok"]) == (4, 2) and c["statuses"] == "failed 1, unreliable 1"
+    assert c["abs_log_error_mean"] == pytest.approx(0.1) and c["abs_log_error_n"] == 2
+    assert data.consensus["P"].log_z == pytest.approx(-10.1)
+    jobs = data.jobs.set_index("job_id")
+    assert jobs.loc["a-u", "abs_log_error"] == pytest.approx(4e10 - 10)
+    assert jobs.loc["a-u", "mae"] == pytest.approx(0.65)
+    assert list(data.failures["status"]) == ["failed"]
+    u = data.unreliable.iloc[0]
+    assert (u["count"], u["n_jobs"], u["log_z_median"]) == (1, 4, -4e10)
+    assert u["reasons"] == "randomisations degenerate; weights degenerate"
+    text = tables.unreliable_table(data).text_rows()
+    assert text[0][3] == "1 of 4" and "weights degenerate" in text[0][6]
+
+    columns, rows = job_rows(data)
+    row = next(r for r in rows if r["job_id"] == "a-u")
+    assert row["status"] == "unreliable" and row["reason"].startswith("weights degenerate")
+    assert row["log_marginal_likelihood"] == -4e10
+    assert list(row["test_probabilities"]) == [0.9, 0.1]
+
+    html = build_report(tmp_path / "u.sqlite", tmp_path / "r",
+                        pdf_file=False)["html"].read_text(encoding="utf-8")
+    assert 'id="unreliable"' in html and "1 job gave an" in html
+    assert "1 job did not succeed" in html   # the failed one only

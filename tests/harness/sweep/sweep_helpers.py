@@ -99,11 +99,13 @@ def stored_jobs(store: Path) -> int:
 
 
 class DaskProcesses:
-    """One `dask scheduler` and n `dask worker` processes (one thread, no nanny, 127.0.0.1)."""
+    """One `dask scheduler` and n `dask worker` processes (one thread, 127.0.0.1; no nanny
+    unless `nanny`: then each `dask worker` process is the nanny of its worker process)."""
 
     def __init__(self, root: Path, n_workers: int, tls: dict[str, str] | None = None,
-                 memory_limit: str | None = None):
+                 memory_limit: str | None = None, nanny: bool = False):
         self.root = root
+        self.nanny = nanny
         self.memory_limit = memory_limit   # each worker's --memory-limit (Dask's default: auto)
         self.tls = tls          # {"ca": path, "cert": path, "key": path}: TLS everywhere
         self.scheduler_file = root / "scheduler.json"
@@ -133,7 +135,8 @@ class DaskProcesses:
     def add_worker(self, i: int) -> subprocess.Popen:
         proc = spawn(
             [sys.executable, "-m", "distributed.cli.dask_worker",
-             "--scheduler-file", str(self.scheduler_file), "--nthreads", "1", "--no-nanny",
+             "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
+             *([] if self.nanny else ["--no-nanny"]),
              "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}",
              "--death-timeout", "60", "--local-directory", str(self.root / f"w{i}"),
              *(["--memory-limit", self.memory_limit] if self.memory_limit else []),
@@ -165,6 +168,8 @@ class DaskProcesses:
             return len(client.scheduler_info(n_workers=-1)["workers"])
 
     def wait_for_workers(self, n: int) -> None:
+        if n < 1:
+            return
         with self.client() as client:
             client.wait_for_workers(n, timeout=STARTUP_TIMEOUT)
 

@@ -1,0 +1,493 @@
+"""Fault matrix: small sweeps run under one fault each, every store compared with a clean run.
+
+Real processes throughout (tests/harness/sweep/sweep_helpers.py): a `dask scheduler`, `dask
+worker`s (with nannies where the fault needs one) or the sweep's own local cluster, and the
+sweep client as `python -m harness sweep`. The sweep is 40 jobs of rejection-bootstrap on
+onefactor:n=100 (~0.1 s each). For each fault the table gives:
+
+- outcome: the exit status of the faulted command (and of its resume), "traceback" when Python
+  or Dask printed one, and the command's error line, shortened;
+- jobs kept: the jobs stored ok after the fault (before any resume) / the sweep's jobs;
+- duplicates: job results stored more than once (the store's job_log), over the whole scenario;
+- identical on resume: after the resume, every job's result equals the clean run's bit for bit
+  (status, log Z, SE, test probabilities, diagnostics); for time and memory limits: a second
+  run on a fresh store gives the same statuses.
+
+Faults: worker killed (SIGKILL), nanny killed (its `dask worker` process), client killed and
+resumed, scheduler killed (then a new cluster and a resume), frozen worker (SIGSTOP; the local
+cluster with worker_ttl = 5), two clients on one store at once, full disk (the store on a
+small tmpfs, needs root; resumed after the tmpfs grows), corrupted store (truncated, 4 KiB of
+garbage in the middle, a text file: `report` and `sweep` on it, the file's hash before and
+after), time limit (scipy-genz ~3 CPU s with time_limit = 1) and memory limit (a method file
+that touches 1 GB with memory_limit = "300MB").
+
+    python benchmarks/fault_matrix.py                 # every fault (about 10 minutes, 2 cores)
+    python benchmarks/fault_matrix.py --only worker scheduler   # faults whose name has a word
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "harness" / "sweep"))
+from sweep_helpers import DaskProcesses, spawn, stop, stored_jobs  # noqa: E402
+
+SWEEP = """\
+name = "faults"
+seed = 11
+replicates = 10
+budgets = [8000, 10000]
+problems = ["onefactor:n=100"]
+{extra}
+[methods.rejection-bootstrap]
+count = ["soft", "hard"]
+"""
+N_JOBS = 40
+TIME_LIMIT_SWEEP = """\
+name = "time-limit"
+seed = 3
+replicates = 2
+time_limit = 1
+problems = ["onefactor:n=100"]
+[methods.scipy-genz]
+budgets = [100000]
+"""
+HOG = '''\
+import numpy as np
+
+from harness.estimate import Estimate
+from harness.method import Method
+
+
+class Hog(Method):
+    """Touches `budget` MB, then answers (a job that breaks a memory limit)."""
+
+    name = "hog"
+    summary = "touches budget MB of memory, then answers (fault matrix)"
+    budget_unit = "MB touched"
+    handles_orthant = True
+
+    def _estimate(self, problem, budget, rng):
+        np.ones(budget * 2**20 // 8).sum()      # allocated and touched
+        return Estimate(-1.0 - float(rng.random()), np.full(problem.n_test, 0.5))
+'''
+MEMORY_SWEEP = """\
+name = "memory-limit"
+seed = 3
+replicates = 2
+memory_limit = "300MB"
+problems = ["onefactor:n=5"]
+[methods."hog.py:Hog"]
+budgets = [20, 1000]
+"""
+FIELDS = ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",
+          "test_probabilities", "diagnostics")
+WAIT = 300.0          # seconds any one command may take
+DISK_KIB = 384        # the full disk's tmpfs: fills part-way (the store's write-ahead log grows)
+
+
+@dataclass
+class Row:
+    fault: str
+    outcome: str
+    kept: str = "-"
+    duplicates: str = "-"
+    identical: str = "-"
+
+
+class Matrix:
+    """Shared state: the folder, the shared cluster and the clean run's results."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.sweep_file = self.write("faults.toml", SWEEP.format(extra=""))
+        self.cluster: DaskProcesses | None = None
+        self.clean: dict[str, tuple] = {}
+        self.n = 0
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.write_text(text)
+        return path
+
+    def folder(self, name: str) -> Path:
+        path = self.root / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def shared(self) -> DaskProcesses:
+        if self.cluster is None:
+            self.cluster = DaskProcesses(self.folder("shared-dask"), n_workers=2).start()
+        return self.cluster
+
+    # ---- commands ---------------------------------------------------------------------
+    def start(self, log: Path, sweep_file: Path, store: Path, *args: str) -> subprocess.Popen:
+        return spawn([sys.executable, "-m", "harness", "sweep", str(sweep_file), "--store",
+                      str(store), "--no-report", "--no-workers-timeout", "60", *args],
+                     log, self.root)
+
+    def sweep(self, log: Path, sweep_file: Path, store: Path, *args: str) -> int | None:
+        proc = self.start(log, sweep_file, store, *args)
+        return finish(proc)
+
+    def command(self, log: Path, *args: str) -> int | None:
+        return finish(spawn([sys.executable, "-m", "harness", *args], log, self.root))
+
+
+def finish(proc: subprocess.Popen, timeout: float = WAIT) -> int | None:
+    """The exit status of a command, or None (stopped: it hung for `timeout` seconds)."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        stop(proc)
+        return None
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 120.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+# ---- reading stores -----------------------------------------------------------------------
+def read_results(store: Path) -> dict[str, tuple]:
+    """{job_id: (FIELDS...)} of a store, read-only; {} if it cannot be read."""
+    try:
+        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)) as db:
+            rows = db.execute("SELECT job_id, record FROM jobs").fetchall()
+    except sqlite3.Error:
+        return {}
+    return {job_id: tuple(json.dumps(json.loads(r).get(f), sort_keys=True) for f in FIELDS)
+            for job_id, r in rows}
+
+
+def stored_counts(store: Path) -> Counter:
+    """How many times each job was stored (the job_log)."""
+    try:
+        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)) as db:
+            return Counter(r[0] for r in db.execute("SELECT job_id FROM job_log"))
+    except sqlite3.Error:
+        return Counter()
+
+
+def kept(store: Path, total: int = N_JOBS) -> str:
+    ok = sum(json.loads(v[0]) == "ok" for v in read_results(store).values())
+    return f"{ok}/{total}"
+
+
+def duplicates(*stores: Path) -> str:
+    counts: Counter = Counter()
+    for s in stores:
+        counts.update(stored_counts(s))
+    return str(sum(c - 1 for c in counts.values() if c > 1))
+
+
+def identical(store: Path, clean: dict[str, tuple]) -> str:
+    got = read_results(store)
+    if set(got) != set(clean):
+        return f"no ({len(set(clean) - set(got))} missing)"
+    differ = sum(got[k] != v for k, v in clean.items())
+    return "yes" if differ == 0 else f"no ({differ} differ)"
+
+
+def outcome(rc: int | None, log: Path, label: str = "") -> str:
+    text = log.read_text(errors="replace") if log.exists() else ""
+    status = (f"hung ({WAIT:.0f} s)" if rc is None else
+              f"killed ({signal.Signals(-rc).name})" if rc < 0 else f"exit {rc}")
+    notes = [f"{label}{status}"]
+    if "Traceback" in text:
+        notes.append("traceback")
+    errors = [line for line in text.splitlines() if line.startswith("error:")]
+    if errors:   # the last error line, addresses and this run's folder shortened
+        line = re.sub(r"(tcp|tls)://[0-9.:]+", "ADDR", errors[-1][len("error: "):])
+        notes.append(re.sub(r"/\S*/fault-matrix-[^/\s]+/", "", line)[:120])
+    return ", ".join(notes)
+
+
+def pids_of_local_workers(client: subprocess.Popen) -> list[int]:
+    """The worker processes of a sweep's local cluster (multiprocessing children)."""
+    try:
+        children = psutil.Process(client.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [c.pid for c in children
+            if "spawn_main" in " ".join(c.cmdline()) or "forkserver" in " ".join(c.cmdline())]
+
+
+# ---- the faults -----------------------------------------------------------------------------
+def clean_run(m: Matrix) -> Row:
+    store, log = m.root / "clean.sqlite", m.root / "clean.log"
+    rc = m.sweep(log, m.sweep_file, store, "--scheduler", m.shared().address)
+    m.clean = read_results(store)
+    return Row("none (clean run)", outcome(rc, log), kept(store), duplicates(store),
+               "reference")
+
+
+def interrupted(m: Matrix, name: str, fault: Callable[[subprocess.Popen, DaskProcesses], None],
+                cluster: DaskProcesses, resume_cluster: Callable[[], DaskProcesses] | None = None
+                ) -> Row:
+    """Start the sweep, apply `fault` once 3 jobs are stored, wait, then resume it."""
+    folder = m.folder(name.replace(" ", "-"))
+    store = folder / "s.sqlite"
+    proc = m.start(folder / "run.log", m.sweep_file, store, "--scheduler", cluster.address)
+    wait_until(lambda: stored_jobs(store) >= 3 or proc.poll() is not None)
+    fault(proc, cluster)
+    rc = finish(proc)
+    after = kept(store)
+    again = (resume_cluster or (lambda: cluster))()
+    rc2 = m.sweep(folder / "resume.log", m.sweep_file, store, "--scheduler", again.address)
+    return Row(name, outcome(rc, folder / "run.log") + "; "
+               + outcome(rc2, folder / "resume.log", "resume "), after, duplicates(store),
+               identical(store, m.clean))
+
+
+def worker_killed(m: Matrix) -> Row:
+    cluster = DaskProcesses(m.folder("worker-dask"), n_workers=2).start()
+    try:
+        return interrupted(m, "worker killed", lambda p, c: os.kill(c.workers[0].pid,
+                                                                  signal.SIGKILL), cluster)
+    finally:
+        cluster.close()
+
+
+def nanny_killed(m: Matrix) -> Row:
+    cluster = DaskProcesses(m.folder("nanny-dask"), n_workers=2, nanny=True).start()
+    try:
+        return interrupted(m, "nanny killed", lambda p, c: os.kill(c.workers[0].pid,
+                                                                 signal.SIGKILL), cluster)
+    finally:
+        cluster.close()
+
+
+def client_killed(m: Matrix) -> Row:
+    return interrupted(m, "client killed, resumed",
+                       lambda p, c: os.killpg(p.pid, signal.SIGKILL), m.shared())
+
+
+def scheduler_killed(m: Matrix) -> Row:
+    first = DaskProcesses(m.folder("scheduler-dask"), n_workers=2).start()
+    second: list[DaskProcesses] = []
+
+    def new_cluster() -> DaskProcesses:
+        first.close()
+        second.append(DaskProcesses(m.folder("scheduler-dask-2"), n_workers=2).start())
+        return second[0]
+
+    try:
+        return interrupted(m, "scheduler killed", lambda p, c: os.killpg(c.scheduler.pid,
+                                                                       signal.SIGKILL),
+                           first, new_cluster)
+    finally:
+        first.close()
+        for c in second:
+            c.close()
+
+
+def frozen_worker(m: Matrix) -> Row:
+    folder = m.folder("frozen")
+    sweep_file = m.write("frozen.toml", SWEEP.format(extra="worker_ttl = 5"))
+    store = folder / "s.sqlite"
+    proc = m.start(folder / "run.log", sweep_file, store, "--workers", "2")
+    wait_until(lambda: stored_jobs(store) >= 3 or proc.poll() is not None)
+    workers = pids_of_local_workers(proc)
+    if not workers:
+        stop(proc)
+        return Row("frozen worker", "could not find the local cluster's worker processes")
+    os.kill(workers[0], signal.SIGSTOP)
+    frozen = time.monotonic()
+    rc = finish(proc)
+    took = time.monotonic() - frozen
+    for pid in workers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return Row("frozen worker (worker_ttl 5 s)",
+               outcome(rc, folder / "run.log") + f", done {took:.0f} s after the freeze",
+               kept(store), duplicates(store), identical(store, m.clean))
+
+
+def two_clients(m: Matrix) -> Row:
+    folder = m.folder("two-clients")
+    store = folder / "s.sqlite"
+    address = m.shared().address
+    procs = [m.start(folder / f"client{i}.log", m.sweep_file, store, "--scheduler", address)
+             for i in (1, 2)]
+    rcs = [finish(p) for p in procs]
+    return Row("two clients, one store",
+               "; ".join(outcome(rc, folder / f"client{i}.log", f"client {i} ")
+                         for i, rc in zip((1, 2), rcs, strict=True)),
+               kept(store), duplicates(store), identical(store, m.clean))
+
+
+def full_disk(m: Matrix) -> Row:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return Row("full disk", "skipped: a small tmpfs needs root")
+    folder = m.folder("full-disk")
+    disk = m.folder("full-disk/tmpfs")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_KIB}k", "tmpfs",
+                              str(disk)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        return Row("full disk", f"skipped: mount failed ({mounted.stderr.decode().strip()})")
+    try:
+        store = disk / "s.sqlite"
+        address = m.shared().address
+        rc = m.sweep(folder / "run.log", m.sweep_file, store, "--scheduler", address)
+        after = kept(store)
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+        rc2 = m.sweep(folder / "resume.log", m.sweep_file, store, "--scheduler", address)
+        return Row(f"full disk ({DISK_KIB} KiB tmpfs)", outcome(rc, folder / "run.log") + "; "
+                   + outcome(rc2, folder / "resume.log", "after freeing: "), after,
+                   duplicates(store), identical(store, m.clean))
+    finally:
+        unmounted = subprocess.run(["umount", str(disk)], capture_output=True)
+        if unmounted.returncode != 0:
+            print(f"warning: could not unmount {disk}: {unmounted.stderr.decode().strip()}")
+
+
+def corrupt(kind: str, path: Path) -> None:
+    if kind == "text file":
+        path.write_text("these are not the results you are looking for\n" * 20)
+        return
+    data = bytearray(path.read_bytes())
+    if kind == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    else:   # 4 KiB of garbage in the middle
+        middle = len(data) // 2
+        data[middle:middle + 4096] = os.urandom(min(4096, len(data) - middle))
+        path.write_bytes(data)
+
+
+def corrupted_store(m: Matrix, kind: str) -> Row:
+    folder = m.folder(f"corrupt-{kind.replace(' ', '-')}")
+    store = folder / "s.sqlite"
+    shutil.copy(m.root / "clean.sqlite", store)
+    corrupt(kind, store)
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    rc1 = m.command(folder / "report.log", "report", "--store", str(store), "--out",
+                    str(folder / "report"))
+    rc2 = m.sweep(folder / "sweep.log", m.sweep_file, store, "--scheduler", m.shared().address)
+    changed = hashlib.sha256(store.read_bytes()).hexdigest() != before if store.exists() \
+        else True
+    plan = [line for line in (folder / "sweep.log").read_text(errors="replace").splitlines()
+            if line.endswith("to run")]
+    return Row(f"corrupted store: {kind}",
+               outcome(rc1, folder / "report.log", "report ") + "; "
+               + outcome(rc2, folder / "sweep.log", "sweep ")
+               + (f" ({plan[0]})" if plan else "")
+               + ("; file modified" if changed else "; file untouched"),
+               "-", duplicates(store), "-")
+
+
+def limit_run(m: Matrix, name: str, sweep_file: Path, args: list[str],
+              broken: Callable[[dict], bool], what: str) -> Row:
+    """Run a sweep twice on fresh stores: the statuses, the jobs that break the limit but are
+    stored ok, and whether the statuses repeat."""
+    folder = m.folder(name.replace(" ", "-"))
+    runs = []
+    for i in (1, 2):
+        store = folder / f"s{i}.sqlite"
+        rc = m.sweep(folder / f"run{i}.log", sweep_file, store, *args)
+        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
+            records = [json.loads(r[0]) for r in db.execute("SELECT record FROM jobs")]
+        runs.append((rc, store, records))
+    rc, store, records = runs[0]
+    statuses = Counter(r["status"] for r in records)
+    bad = [r for r in records if r["status"] == "ok" and broken(r)]
+    same = sorted((r["job_id"], r["status"]) for r in records) == \
+        sorted((r["job_id"], r["status"]) for r in runs[1][2])
+    return Row(name, outcome(rc, folder / "run1.log") + "; "
+               + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+               + (f"; {len(bad)} {what} stored ok" if bad else ""),
+               f"{statuses.get('ok', 0)}/{len(records)}", duplicates(store),
+               "yes (statuses)" if same else "no (statuses differ)")
+
+
+def time_limit(m: Matrix) -> Row:
+    sweep_file = m.write("time-limit.toml", TIME_LIMIT_SWEEP)
+    return limit_run(m, "time limit (1 CPU s)", sweep_file, ["--scheduler", m.shared().address],
+                     lambda r: (r.get("cpu_seconds") or 0) > 2.0, "over 2x the limit")
+
+
+def memory_limit(m: Matrix) -> Row:
+    (m.root / "hog.py").write_text(HOG)
+    sweep_file = m.write("memory-limit.toml", MEMORY_SWEEP)
+    return limit_run(m, "memory limit (300 MB)", sweep_file, ["--workers", "1"],
+                     lambda r: (r.get("peak_memory_mb") or 0) > 300, "over the limit")
+
+
+FAULTS: list[tuple[str, Callable[[Matrix], Row]]] = [
+    ("worker", worker_killed), ("nanny", nanny_killed), ("client", client_killed),
+    ("scheduler", scheduler_killed), ("frozen", frozen_worker), ("two-clients", two_clients),
+    ("full-disk", full_disk),
+    *((f"corrupt-{k.split()[0]}", lambda m, k=k: corrupted_store(m, k))
+      for k in ("truncated", "garbage in the middle", "text file")),
+    ("time-limit", time_limit), ("memory-limit", memory_limit),
+]
+
+
+def print_table(rows: list[Row]) -> None:
+    head = ("fault", "outcome", "jobs kept", "duplicates", "identical on resume")
+    cells = [head, *((r.fault, r.outcome, r.kept, r.duplicates, r.identical) for r in rows)]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" for _ in head) + "|")
+    for row in cells[1:]:
+        print("| " + " | ".join(c.replace("|", "/") for c in row) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="WORD",
+                        help="run only the faults whose name contains one of these words")
+    parser.add_argument("--keep", action="store_true", help="keep the folder of stores and logs")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="fault-matrix-"))
+    m = Matrix(root)
+    rows: list[Row] = []
+    try:
+        rows.append(clean_run(m))
+        for name, fault in FAULTS:
+            if args.only and not any(w in name for w in args.only):
+                continue
+            started = time.monotonic()
+            try:
+                row = fault(m)
+            except Exception as exc:  # noqa: BLE001 - a broken scenario is a row, not the end
+                row = Row(name, f"scenario failed: {type(exc).__name__}: {exc}")
+            rows.append(row)
+            print(f"{row.fault}: {row.outcome} [{time.monotonic() - started:.0f} s]", flush=True)
+    finally:
+        if m.cluster is not None:
+            m.cluster.close()
+        print()
+        print_table(rows)
+        if args.keep:
+            print(f"\nstores and logs: {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

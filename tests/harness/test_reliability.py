@@ -1,0 +1,59 @@
+"""The unreliable-status rules (harness.reliability) and the contract of an unreliable Estimate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import reliability as rel
+from harness.estimate import STATUSES, Estimate
+
+HEALTHY = {"ess": 44.0, "max_weight_share": 0.07, "randomisations": 10,
+           "top_randomisation_share": 0.85, "randomisations_effective": 1.4}
+
+
+def test_healthy_diagnostics_give_no_reason():
+    assert rel.degenerate_weights(HEALTHY, 1000) == []
+    assert rel.unreliable_reason(rel.degenerate_weights(HEALTHY, 1000)) == ""
+
+
+def test_one_effective_sample_is_degenerate_from_min_points_on():
+    d = {**HEALTHY, "ess": 1.0, "max_weight_share": 1.0}
+    assert rel.degenerate_weights(d, rel.MIN_POINTS)[0].startswith(
+        "weights degenerate: effective sample size 1 of 100 points")
+    assert rel.degenerate_weights(d, rel.MIN_POINTS - 1) == []     # a handful of points
+    assert rel.degenerate_weights({**d, "ess": rel.ESS_MIN}, 1000) == []
+
+
+def test_one_randomisation_holding_the_estimate_is_degenerate_with_two_or_more():
+    d = {**HEALTHY, "top_randomisation_share": 0.999}
+    assert rel.degenerate_weights(d, 1000)[0].startswith(
+        "randomisations degenerate: one of 10 independent randomisations holds 99.9%")
+    assert rel.degenerate_weights({**d, "randomisations": 1}, 1000) == []
+    assert rel.degenerate_weights({**d, "top_randomisation_share": 0.99}, 1000) == []
+
+
+def test_unconverged_saddle_point_only_when_far():
+    d = {"saddle_converged": 0, "saddle_residual": 1392.9, "saddle_iterations": 100}
+    assert rel.unconverged_saddle_point(d) == [
+        "saddle point not converged: max |∇ψ| = 1.39e+03 after 100 Newton steps"]
+    assert rel.unconverged_saddle_point({**d, "saddle_residual": 0.98}) == []   # harmless
+    assert rel.unconverged_saddle_point({**d, "saddle_converged": 1}) == []
+    assert rel.unconverged_saddle_point({}) == []
+
+
+def test_reasons_are_kind_colon_details_joined():
+    reasons = ["weights degenerate: a", "randomisations degenerate: b"]
+    assert rel.unreliable_reason(reasons) == "weights degenerate: a; randomisations degenerate: b"
+
+
+def test_an_unreliable_estimate_keeps_numbers_and_is_checked_like_ok():
+    assert "unreliable" in STATUSES
+    est = Estimate(-3.0, np.array([0.2, 0.9]), status="unreliable", reason="weights degenerate")
+    est.check(2)
+    with pytest.raises(AssertionError, match="must say why"):
+        Estimate(-3.0, np.array([0.2, 0.9]), status="unreliable").check(2)
+    with pytest.raises(AssertionError, match="not a log-probability"):
+        Estimate(np.nan, None, status="unreliable", reason="x").check(0)
+    with pytest.raises(AssertionError, match="outside"):
+        Estimate(-1.0, np.array([1.5]), status="unreliable", reason="x").check(1)
