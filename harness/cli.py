@@ -80,6 +80,14 @@ def _setup_run(p):
     p.add_argument("--raise", dest="raise_errors", action="store_true",
                    help="re-raise an exception of the method with its full traceback "
                         "(default: status error, the reason naming the file and line)")
+    p.add_argument("--workers", help="split the estimate into parts and run them on a local "
+                   "Dask cluster of this many worker processes (one thread each)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="split the estimate into parts and run them on an existing Dask "
+                   "cluster: tcp://HOST:PORT or a scheduler file")
+    p.add_argument("--parts", help="split the estimate into this many independent parts, or "
+                   "auto (from the method, budget and N; never from the workers); default auto "
+                   "with --workers/--scheduler; without them the parts run in this process")
 
 
 def parse_int(field: str, text: str, minimum: int | None = None,
@@ -118,6 +126,13 @@ def cmd_run(args) -> int:
     for item in args.settings:
         settings.update(parse_pairs(item, "--set"))
     method = resolve_method(args.method, "--method").from_settings(settings)
+    split = args.parts is not None or args.workers is not None or args.scheduler is not None
+    if split:
+        from harness.sweep.cluster import check_options
+
+        workers = None if args.workers is None else parse_int("--workers", args.workers, 1)
+        check_options(args.scheduler, workers, None)
+        parts = "auto" if args.parts in (None, "auto") else parse_int("--parts", args.parts, 1)
     limit, where = memory_limit(args.memory_limit, "--memory-limit")
     try:
         problem = make_problem(args.problem)
@@ -126,14 +141,43 @@ def cmd_run(args) -> int:
                          where.format(format_bytes(limit)) if limit else "") from None
     refuse_too_large(f"{method.label()} on {args.problem}", problem.summary(), method, budget,
                      limit, where)
-    record = run_one(problem, method, budget, rng_for(run_key(problem, method, budget, seed)),
-                     seed=seed, raise_errors=args.raise_errors)
+    key = run_key(problem, method, budget, seed)
+    if split:
+        record = run_split_cli(args, problem, method, budget, key, parts, workers, seed=seed)
+    else:
+        record = run_one(problem, method, budget, rng_for(key), seed=seed,
+                         raise_errors=args.raise_errors)
     record.update(point_truth(problem, record))
     if args.json:
         print(json.dumps(record, allow_nan=False))
     else:
         print(format_record(record))
     return 0 if record["status"] == "ok" else 1
+
+
+def run_split_cli(args, problem, method, budget: int, key: dict, parts, workers: int | None,
+                  **identity) -> dict:
+    """`run --workers/--scheduler/--parts`: the estimate split into parts (harness.split), on
+    a local cluster, an existing one, or (--parts alone) in this process. The random stream's
+    key holds the number of parts asked for, so a split run is its own replicate."""
+    from contextlib import nullcontext
+
+    from harness.plugin_file import is_file_ref, read_method_file
+    from harness.split import part_budgets, resolve_parts, run_split
+    from harness.sweep.cluster import connect
+
+    n = resolve_parts(method, budget, problem.n_train, parts, "--parts")
+    part_budgets(method, budget, n, "--parts")   # a method that cannot split: exit 2, now
+    name, file = method.name, None
+    if is_file_ref(args.method):
+        file = read_method_file(args.method, field="--method")
+        name = file.method_id
+    cluster = (connect(args.scheduler, workers) if workers is not None or args.scheduler
+               else nullcontext(None))
+    with cluster as conn:
+        return run_split(args.problem, name, method.get_settings(), budget,
+                         {**key, "parts": n}, n, conn.client if conn else None,
+                         method_file=file.spec() if file else None, **identity)
 
 
 def format_record(r: dict) -> str:
@@ -164,6 +208,11 @@ def format_record(r: dict) -> str:
         lines.append(f"  set-up (prepare) CPU {r['setup_cpu_seconds']:.2f} s, wall "
                      f"{r['setup_wall_seconds']:.2f} s"
                      + (" (cached: built by an earlier job)" if r["setup_cached"] else ""))
+    if r.get("parts"):
+        elapsed = r["diagnostics"].get("elapsed_seconds")
+        lines.append(f"  split into {r['parts']} parts, run by {r['workers']} worker"
+                     + ("s" if r["workers"] != 1 else "")
+                     + (f", {elapsed:.2f} s elapsed" if elapsed is not None else ""))
     if r.get("diagnostics"):
         lines.append("  diagnostics: " + ", ".join(f"{k}={v}" for k, v in r["diagnostics"].items()))
     return "\n".join(lines)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -66,6 +66,8 @@ class SetupCost(NamedTuple):
     wall: float
     held: int | None
 
+
+T = TypeVar("T")
 
 _SETUP: WeakKeyDictionary[Problem, dict[str, SetupCost]] = WeakKeyDictionary()
 
@@ -112,7 +114,7 @@ def record_setup(problem: Problem, method: Method, cost: SetupCost) -> None:
     _SETUP.setdefault(problem, {})[method.label()] = cost
 
 
-def _within_limit(work: Callable[..., Estimate]) -> Callable[..., Estimate]:
+def _within_limit(work: Callable[..., T]) -> Callable[..., T]:
     """work, with the CPU-time deadline checked before (a cached set-up may have used the
     limit up) and after it (a method that never checks is still a timeout once past it)."""
     def checked(*args):
@@ -123,58 +125,63 @@ def _within_limit(work: Callable[..., Estimate]) -> Callable[..., Estimate]:
     return checked
 
 
-def run_method(
-    problem: Problem, method: Method, budget: int, rng: np.random.Generator,
-    *, blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
-    on_setup: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Estimate with timing; a bug in a method becomes status 'error' with the reason.
+def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
+               blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+               on_setup: Callable[[dict[str, Any]], None] | None = None,
+               ) -> tuple[T | None, Estimate | None, dict[str, Any]]:
+    """Set up the method (timed_prepare), then run work() timed: (its result, None, timing).
 
-    Inside harness.deadline.cpu_time_limit(...), a method that passes the limit stops at its
-    next check_deadline() and the run gets status 'timeout' with the reason; a cached
-    set-up's CPU counts against the limit (module doc). One-time work (method.prepare: JIT
-    compilation, per-problem factorisations) is kept out of the timing and reported apart
-    (timed_prepare: setup_cpu_seconds, setup_wall_seconds, setup_cached); on_setup(those
-    fields) is called once the set-up succeeded. A failed allocation is status 'failed'
-    with a reason starting "memory:". trace_memory=False skips the peak-memory measurement
-    (peak_memory_mb None). An error's reason names the method's file and line
-    (harness.debugging); raise_errors=True re-raises it instead, with its traceback
-    (`run --raise`).
+    The timing holds cpu_seconds (thread CPU), process_cpu_seconds, wall_seconds, the set-up
+    fields of timed_prepare, peak_memory_mb and memory_source. Inside
+    harness.deadline.cpu_time_limit(...), a method that passes the limit stops at its next
+    check_deadline(); a cached set-up's CPU counts against the limit (module doc). A time-out,
+    a failed allocation or a bug in the method becomes (None, an Estimate with status
+    'timeout', 'failed' (reason "memory: ...") or 'error' and the reason, timing); an
+    InputError is raised, and so is any other exception with raise_errors=True. on_setup(the
+    set-up fields) is called once the set-up succeeded. Shared by run_method (one estimate)
+    and harness.split.run_part (one part of a split estimate).
     """
-    def guarded(work):
-        """work() -> Estimate; a time-out or a method's bug becomes a recorded status."""
+    def guarded(fn):
         try:
-            return work()
+            return fn(), None
         except InputError:
             raise
         except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.deadline)
-            return Estimate(None, None, status="timeout", reason=str(exc))
+            return None, Estimate(None, None, status="timeout", reason=str(exc))
         except MemoryError as exc:        # past the memory limit (harness.limits) or the RAM
             if raise_errors:
                 raise
-            return Estimate.failed(hard.memory_reason(exc))
+            return None, Estimate.failed(hard.memory_reason(exc))
         except Exception as exc:  # noqa: BLE001 - recorded, never lost
             if raise_errors:
                 raise
-            return Estimate(None, None, status="error",
-                            reason=exception_reason(exc, type(method)))
+            return None, Estimate(None, None, status="error",
+                                  reason=exception_reason(exc, type(method)))
 
     setup: dict[str, Any] = {}
     cpu0, wall0 = time.thread_time(), time.perf_counter()
-    failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
+    _, failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
     if failed:   # what the set-up used until it stopped
         setup = {"setup_cpu_seconds": time.thread_time() - cpu0,
                  "setup_wall_seconds": time.perf_counter() - wall0, "setup_cached": False}
     elif on_setup is not None:
         on_setup(setup)
+    value = None
     with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
                                                              user_api="blas"), \
             charged(setup["setup_cpu_seconds"] if setup.get("setup_cached") else 0.0):
         cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
-        estimate = failed or guarded(lambda: _within_limit(method.estimate)(problem, budget,
-                                                                             rng))
+        if failed is None:
+            value, failed = guarded(_within_limit(work))
         cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
                            time.perf_counter() - wall0)
+    return value, failed, {"cpu_seconds": cpu, "process_cpu_seconds": proc,
+                           "wall_seconds": wall, **setup, "peak_memory_mb": memory.mb,
+                           "memory_source": memory.source}
+
+
+def estimate_fields(estimate: Estimate) -> dict[str, Any]:
+    """The record fields of an Estimate, as plain JSON-safe data."""
     return {
         "status": estimate.status,
         "reason": estimate.reason,
@@ -182,13 +189,42 @@ def run_method(
         "log_marginal_likelihood_se": _plain(estimate.log_marginal_likelihood_se),
         "test_probabilities": _listed(estimate.test_probabilities),
         "test_probabilities_se": _listed(estimate.test_probabilities_se),
-        "cpu_seconds": cpu,
-        "process_cpu_seconds": proc,
-        "wall_seconds": wall,
-        **setup,
-        "peak_memory_mb": memory.mb,
-        "memory_source": memory.source,
-        "diagnostics": {k: _plain(v) for k, v in estimate.diagnostics.items()},
+    }
+
+
+def run_method(
+    problem: Problem, method: Method, budget: int, rng: np.random.Generator,
+    *, blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+    on_setup: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Estimate with timing (timed_call); a bug in a method becomes status 'error' with the
+    reason (naming the method's file and line, harness.debugging), a time-out 'timeout', a
+    failed allocation 'failed' with a reason starting "memory:". trace_memory=False skips the
+    peak-memory measurement (peak_memory_mb None); raise_errors=True re-raises a method's
+    exception with its traceback (`run --raise`).
+    """
+    estimate, failed, timing = timed_call(
+        problem, method, lambda: method.estimate(problem, budget, rng),
+        blas_threads=blas_threads, trace_memory=trace_memory, raise_errors=raise_errors,
+        on_setup=on_setup)
+    estimate = failed or estimate
+    return {**estimate_fields(estimate), **timing,
+            "diagnostics": {k: _plain(v) for k, v in estimate.diagnostics.items()}}
+
+
+def identity_fields(problem: Problem, method: Method, budget: int) -> dict[str, Any]:
+    """The fields that name a run: problem, method instance, budget, sizes, kernel."""
+    return {
+        "problem": problem.name,
+        "method": method.label(),
+        "method_name": method.name,
+        "settings": method.get_settings(),
+        "exact_method": method.exact,
+        "budget": int(budget),
+        "budget_unit": method.budget_unit,
+        "n_train": problem.n_train,
+        "n_test": problem.n_test,
+        "kernel": problem.kernel_summary(),
     }
 
 
@@ -238,19 +274,7 @@ def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Genera
 
     With `limits` (CPU seconds, bytes) the job is stopped at them (harness.isolated: in a
     child process when there is a time limit); without, it runs as before."""
-    record = {
-        **identity,
-        "problem": problem.name,
-        "method": method.label(),
-        "method_name": method.name,
-        "settings": method.get_settings(),
-        "exact_method": method.exact,
-        "budget": int(budget),
-        "budget_unit": method.budget_unit,
-        "n_train": problem.n_train,
-        "n_test": problem.n_test,
-        "kernel": problem.kernel_summary(),
-    }
+    record = {**identity, **identity_fields(problem, method, budget)}
     if limits is not None and limits.active:
         from harness.isolated import run_limited
 

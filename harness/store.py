@@ -17,6 +17,9 @@ Tables:
                                             -- reference values of problems without exact
                                                truth (harness.reference: `python -m harness
                                                reference --store`); reports use them
+  parts(job_id, part, record JSON, stored_at)  -- each finished part of a job split into parts
+                                               (harness.split), committed as it arrives; the
+                                               job's record is stored once all are here
 A record is the dict of harness.runner.run_one plus the job's identity fields; a tuning job's
 record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's
 log Ẑ, cpu_seconds the CPU time of the whole tuning.
@@ -89,6 +92,13 @@ CREATE TABLE IF NOT EXISTS "references" (
     fingerprint TEXT NOT NULL,
     created_at TEXT NOT NULL,
     record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS parts (
+    job_id TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    stored_at TEXT NOT NULL,
+    PRIMARY KEY (job_id, part)
 );
 """
 
@@ -396,6 +406,21 @@ class ResultStore:
                 imported += 1
             path.unlink()
         return imported, files
+
+    # ---- parts of split jobs (harness.split) --------------------------------------------
+    def add_part(self, job_id: str, part: int, record: dict[str, Any]) -> None:
+        """Store one finished part of a split job (replacing an earlier one of that index)."""
+        with self._writing():
+            self._db.execute("INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?)",
+                             (job_id, int(part), _json(record), datetime.now(UTC).isoformat()))
+
+    def parts_of(self, job_id: str) -> list[dict[str, Any]]:
+        """The stored part records of a job, by part index (none in an older store)."""
+        if self.read_only and not self._rows(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'parts'"):
+            return []
+        return [self._loads(r[0]) for r in self._rows(
+            "SELECT record FROM parts WHERE job_id = ? ORDER BY part", (job_id,))]
 
     # ---- problems and metadata ----------------------------------------------------------
     def add_problem(self, summary: dict[str, Any]) -> None:

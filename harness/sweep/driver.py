@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import InputError
+from harness.split import PART_KEY_PREFIX, part_result, part_spec, run_part
 from harness.store import ResultStore, StoreFull, held_records
 from harness.sweep.execute import environment_facts, failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
@@ -60,6 +61,8 @@ class Outcome:
     submitted: int = 0
     statuses: Counter = field(default_factory=Counter)   # of the jobs stored in this run
     cancelled: int = 0             # submitted but neither finished nor stored
+    parts: int = 0                 # parts of split jobs stored in this run
+    parts_skipped: int = 0         # parts of split jobs already stored before this run
     elapsed: float = 0.0           # seconds from the first submission to the last result
     interrupted: bool = False
     lost: str = ""                 # why the cluster could not finish (ClusterLost), if it did not
@@ -142,7 +145,20 @@ def plan_lines(sweep: Sweep, jobs: Sequence[Job], limit: int | None, store_path:
             + (f"; deterministic, 1 replicate: {', '.join(once)}" if once else "")
             + (f"; tuning: {', '.join(sweep.tune.strategies)}" if sweep.tune else "")
             + f"); store {store_path}",
-            *(f"not planned: {reason}" for reason in skipped_pairs(sweep, limit))]
+            *(f"not planned: {reason}" for reason in skipped_pairs(sweep, limit)),
+            *split_lines(sweep, jobs)]
+
+
+def split_lines(sweep: Sweep, jobs: Sequence[Job]) -> list[str]:
+    """What `parts` does to the plan (nothing when the sweep does not split)."""
+    if sweep.parts == 1:
+        return []
+    split = [j for j in jobs if j.part_budgets]
+    whole = sorted({j.label for j in jobs if not j.part_budgets})
+    return [f"parts = {sweep.parts!r}".replace("'", '"') + f": {len(split)} jobs split into "
+            f"{sum(len(j.part_budgets) for j in split)} parts"
+            + (f"; not split: {', '.join(whole)} (cannot split, or a budget too small to)"
+               if whole else "")]
 
 
 def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, Any],
@@ -175,6 +191,33 @@ def worker_facts(client) -> dict[str, Any]:
                          "(pip install gpc-harness, or an image that has it)") from None
 
 
+def combined_record(job: Job, parts: dict[int, dict]) -> dict[str, Any]:
+    """A split job's record from all its part records (harness.split.combine_record), on the
+    client; a combination that raises (a method's bug) is an error record."""
+    from harness.debugging import exception_reason
+    from harness.spec import make_problem
+    from harness.split import combine_record
+    from harness.sweep.execute import job_identity, job_method
+
+    spec = job.spec()
+    try:
+        record = combine_record(make_problem(job.problem), job_method(spec), job.budget,
+                                list(parts.values()), **job_identity(spec))
+    except Exception as exc:  # noqa: BLE001 - recorded, never lost
+        return failure_record(job, "error", "combining the parts failed: "
+                              + exception_reason(exc))
+    record.update(worker=None, finished_at=datetime.now(UTC).isoformat())
+    return record
+
+
+def stored_parts(store: ResultStore, job: Job, rerun_failed: bool) -> dict[int, dict]:
+    """The parts of a split job already in the store (status ok only, if rerun_failed) that
+    belong to its plan."""
+    return {r["part"]: r for r in store.parts_of(job.job_id)
+            if r["part"] < len(job.part_budgets) and r["budget"] == job.part_budgets[r["part"]]
+            and (r["status"] == "ok" or not rerun_failed)}
+
+
 def arrivals(done, idle: Callable[[], None], poll: float = 0.1) -> Iterator[tuple[Any, Any]]:
     """(future, result) pairs of a distributed.as_completed as they finish; `idle()` is called
     (about every `poll` seconds) while none is ready, and may raise to stop waiting."""
@@ -198,10 +241,14 @@ def no_workers_message(address: str, local: bool, waited: float) -> str:
 
 def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *,
             fn: Callable[[dict], dict] = run_job, progress: Progress | None = None,
+            part_fn: Callable[[dict], dict] = run_part, rerun_failed: bool = False,
             no_workers_timeout: float | None = None, local: bool = False) -> None:
     """Submit the jobs (in order, as priorities), store each result as it arrives; on a full
     disk (StoreFull), hold the finished results not stored and stop (`held_back`).
 
+    A split job (Job.part_budgets) is submitted as one task per part not yet in the store, all
+    with the job's priority; each finished part is committed at once (store.add_part), and
+    when the job has all its parts, their combination is its record (store.add_record).
     Raises ClusterLost when the cluster has had no worker for `no_workers_timeout` seconds
     (default NO_WORKERS_TIMEOUT) or the scheduler is lost; every result that arrived is stored.
     """
@@ -210,6 +257,9 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
     from harness.sweep.cluster import NO_WORKERS_TIMEOUT, WorkerWatch, quiet_dask_logs
 
     progress = progress or Progress(len(jobs))
+    tasks: dict[str, tuple[Job, dict | None]] = {}   # key -> (job, part spec or None)
+    have: dict[str, dict[int, dict]] = {}             # split job id -> its part records
+    by_key: dict[str, Job] = {}                       # key -> job, of the unsplit jobs
     timeout = NO_WORKERS_TIMEOUT if no_workers_timeout is None else no_workers_timeout
     watch = WorkerWatch(client)
     address = client.scheduler.address
@@ -222,47 +272,81 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                       f"(gives up after {duration(timeout)})")
         if waited is not None and waited >= timeout:
             raise ClusterLost(no_workers_message(address, local, waited))
-    by_key: dict[str, Job] = {}
+
     handled: set[str] = set()
     futures = []
     start = time.monotonic()
+
+    def store_record(job: Job, record: dict[str, Any]) -> None:
+        store.add_record(record)
+        outcome.statuses[record["status"]] += 1
+        progress.update(record["status"])
+        if (record["status"] in ("failed", "error", "unreliable")
+                and outcome.statuses[record["status"]] <= 3):
+            progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
+                          f"budget {job.budget} / replicate {job.replicate}: "
+                          f"{record.get('reason', '')}")
+
     try:
         for i, job in enumerate(jobs):
-            key = KEY_PREFIX + job.job_id
-            by_key[key] = job
-            futures.append(client.submit(fn, job.spec(), key=key, pure=False,
-                                         priority=len(jobs) - i))
-        outcome.submitted = len(futures)
+            if not job.part_budgets:
+                tasks[KEY_PREFIX + job.job_id] = (job, None)
+                by_key[KEY_PREFIX + job.job_id] = job
+                futures.append(client.submit(fn, job.spec(), key=KEY_PREFIX + job.job_id,
+                                             pure=False, priority=len(jobs) - i))
+                continue
+            have[job.job_id] = stored_parts(store, job, rerun_failed)
+            outcome.parts_skipped += len(have[job.job_id])
+            for k, budget in enumerate(job.part_budgets):
+                if k not in have[job.job_id]:
+                    key = f"{PART_KEY_PREFIX}{job.job_id}-{k}"
+                    tasks[key] = (job, part_spec(job.spec(), k, budget))
+                    futures.append(client.submit(part_fn, tasks[key][1], key=key, pure=False,
+                                                 priority=len(jobs) - i))
+        outcome.submitted = len(jobs)
         progress.update(force=True)
-        # results are gathered in the background as jobs finish (no round trip per job here)
+        for job in jobs:   # every part already stored: combine now
+            if job.part_budgets and len(have[job.job_id]) == len(job.part_budgets):
+                store_record(job, combined_record(job, have[job.job_id]))
+        cancelled: set[str] = set()
+        unsplit = [f for f in futures if f.key in by_key]
+        # results are gathered in the background as tasks finish (no round trip per task)
         done = as_completed(futures, with_results=True, raise_errors=False, loop=client.loop)
         for future, result in arrivals(done, idle):
-            job = by_key[future.key]
-            record = job_record(job, future, result)
+            job, spec = tasks[future.key]
+            record = (job_record(job, future, result) if spec is None
+                      else part_result(spec, future, result))
             if record is None:   # cancelled: lost with the scheduler or released; runs next time
                 if not lost and (getattr(result, "reason", None) in LOST_REASONS
                                  or client.status != "running"):
                     lost = True
                     quiet_dask_logs()   # closing the client would log tracebacks
-                outcome.cancelled += 1
+                cancelled.add(job.job_id)
+                outcome.cancelled = len(cancelled)
                 future.release()
                 continue
+            if spec is not None:   # a part: committed at once; the job once all are here
+                try:
+                    store.add_part(job.job_id, spec["part"], record)
+                except StoreFull as full:   # this part runs again next time
+                    raise held_back(store, full, finished_records(unsplit, by_key, handled),
+                                    outcome, len(jobs)) from None
+                future.release()
+                outcome.parts += 1
+                parts = have[job.job_id]
+                parts[spec["part"]] = record
+                if len(parts) < len(job.part_budgets):
+                    continue
+                record = combined_record(job, parts)
             try:
-                store.add_record(record)
+                store_record(job, record)
             except StoreFull as full:
                 handled.add(future.key)
-                raise held_back(store, full, [record, *finished_records(futures, by_key,
+                raise held_back(store, full, [record, *finished_records(unsplit, by_key,
                                                                          handled)],
                                 outcome, len(jobs)) from None
             handled.add(future.key)
             future.release()
-            outcome.statuses[record["status"]] += 1
-            progress.update(record["status"])
-            if (record["status"] in ("failed", "error", "unreliable")
-                    and outcome.statuses[record["status"]] <= 3):
-                progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
-                              f"budget {job.budget} / replicate {job.replicate}: "
-                              f"{record.get('reason', '')}")
         if lost:
             raise ClusterLost(f"lost the scheduler {address} (stopped, or unreachable from "
                               f"here); when it runs again, run the same command")
@@ -424,6 +508,12 @@ def run_sweep(
         outcome.total, outcome.skipped = len(jobs), len(jobs) - len(todo)
         print("\n".join(plan_lines(sweep, jobs, limit, store_path)), file=out)
         print(f"{outcome.skipped} done, {len(todo)} to run", file=out, flush=True)
+        split = [j for j in todo if j.part_budgets]
+        if split:
+            n_parts = sum(len(j.part_budgets) for j in split)
+            n_stored = sum(len(stored_parts(db, j, rerun_failed)) for j in split)
+            print(f"{len(split)} of them in {n_parts} parts: {n_stored} parts stored, "
+                  f"{n_parts - n_stored} to run", file=out, flush=True)
         record_metadata(db, sweep, environment_facts(), len(jobs))
         record_references(db, sweep, out)
         if todo:
@@ -439,7 +529,8 @@ def run_sweep(
             try:
                 execute(conn.client, todo, db, outcome, fn=fn, progress=Progress(len(todo), err),
                         no_workers_timeout=(sweep.no_workers_timeout if no_workers_timeout is None
-                                            else no_workers_timeout), local=conn.local)
+                                            else no_workers_timeout), local=conn.local,
+                        rerun_failed=rerun_failed)
             except ClusterLost as exc:
                 outcome.lost = str(exc)
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
@@ -447,7 +538,8 @@ def run_sweep(
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items()))
     if todo:
         print(f"ran {outcome.stored} jobs in {duration(outcome.elapsed)}"
-              + (f" ({counts})" if counts else ""), file=out)
+              + (f" ({counts})" if counts else "")
+              + (f"; {outcome.parts} parts" if outcome.parts else ""), file=out)
     print(f"store {store_path}: {sum(in_store.values())} of the sweep's {len(jobs)} jobs"
           + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(in_store.items())) + ")"
              if in_store else ""), file=out)

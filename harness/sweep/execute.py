@@ -19,6 +19,7 @@ import platform
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,6 +61,55 @@ def job_limits(job: dict[str, Any]):
                   int(memory) if memory is not None else _worker_memory_limit())
 
 
+def job_identity(job: dict[str, Any]) -> dict[str, Any]:
+    """The identity fields a job spec gives its record."""
+    return {"job_id": job["job_id"], "sweep": job["sweep"], "replicate": job["replicate"],
+            "seed": job["seed"], "problem_spec": job["problem"], "job_key": job["key"],
+            "time_limit": job.get("time_limit")}
+
+
+def job_method(job: dict[str, Any]):
+    """The Method instance a job spec names (a method file's class loaded from the spec)."""
+    from harness.plugin_file import load_job_method
+    from harness.registry import get_method
+
+    load_job_method(job)
+    return get_method(job["method"]).from_settings(job["settings"])
+
+
+def on_worker(job: dict[str, Any], work: Callable[[Any, Any], dict[str, Any]],
+              failed: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """work(problem, method) for a job spec, as every task runs on a worker.
+
+    BLAS pinned to one thread; the problem from harness.spec.make_problem (cached per worker
+    process), the method from the spec (job_method); warnings kept in the record (not on the
+    worker's stderr). An exception (e.g. a problem file missing on this worker, a method
+    plugin that does not import here) gives failed(reason): recorded, never lost (the client
+    completes the record with what it knows: harness.sweep.driver). Adds worker,
+    job_wall_seconds and finished_at.
+    """
+    pin_thread_env()
+    from harness.debugging import exception_reason
+    from harness.spec import make_problem
+
+    wall0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            problem = make_problem(job["problem"])
+            method = job_method(job)
+            record = work(problem, method)
+        if caught:
+            record["warnings"] = sorted({f"{w.category.__name__}: {w.message}"
+                                         for w in caught})[:MAX_WARNINGS]
+    except Exception as exc:  # noqa: BLE001 - recorded, never lost
+        record = failed(exception_reason(exc))
+    record["worker"] = _worker_address()
+    record["job_wall_seconds"] = time.perf_counter() - wall0
+    record["finished_at"] = datetime.now(UTC).isoformat()
+    return record
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job spec (harness.sweep.plan.Job.spec()) and return its full record."""
     pin_thread_env()
@@ -68,40 +118,18 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("kind") == "tune":
         from harness.tuning.job import run_tune_job
         return run_tune_job(job)
-    from harness.debugging import exception_reason
-    from harness.registry import get_method
     from harness.runner import run_one
     from harness.seeding import rng_for
-    from harness.spec import make_problem
 
-    identity = {"job_id": job["job_id"], "sweep": job["sweep"], "replicate": job["replicate"],
-                "seed": job["seed"], "problem_spec": job["problem"], "job_key": job["key"],
-                "time_limit": job.get("time_limit")}
+    identity = job_identity(job)
     limits = job_limits(job)
     if limits.memory is not None:
         identity["memory_limit"] = limits.memory
-    wall0 = time.perf_counter()
-    try:
-        # warnings go into the record (not onto the worker's stderr)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("default")
-            problem = make_problem(job["problem"])
-            method = get_method(job["method"]).from_settings(job["settings"])
-            record = run_one(problem, method, int(job["budget"]), rng_for(job["key"]),
-                             limits=limits, **identity)
-        if caught:
-            record["warnings"] = sorted({f"{w.category.__name__}: {w.message}"
-                                         for w in caught})[:MAX_WARNINGS]
-    except Exception as exc:  # noqa: BLE001 - e.g. a problem file missing on this worker,
-        # or a method plugin that does not import here: recorded, never lost
-        # (the client completes the record with what it knows: harness.sweep.driver)
-        record = {**identity, "method_name": job["method"], "settings": job["settings"],
-                  "budget": int(job["budget"]), "status": "error",
-                  "reason": exception_reason(exc)}
-    record["worker"] = _worker_address()
-    record["job_wall_seconds"] = time.perf_counter() - wall0
-    record["finished_at"] = datetime.now(UTC).isoformat()
-    return record
+    return on_worker(
+        job, lambda problem, method: run_one(problem, method, int(job["budget"]),
+                                             rng_for(job["key"]), limits=limits, **identity),
+        lambda reason: {**identity, "method_name": job["method"], "settings": job["settings"],
+                        "budget": int(job["budget"]), "status": "error", "reason": reason})
 
 
 def failure_record(job, status: str, reason: str) -> dict[str, Any]:

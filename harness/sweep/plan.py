@@ -8,7 +8,9 @@ stream is seeded from the same key (harness.seeding), so a result never depends 
 that ran it, nor on the order, nor on the sweep's name or its other jobs. Two sweeps that
 share a job share its id (and its stored result). A tuning job's key also holds "kind": "tune"
 and the tuning settings that determine its strategy's result (harness.sweep.tune.key_part);
-an estimate job's key is unchanged by the job kinds.
+an estimate job's key is unchanged by the job kinds. A job split into parts (the sweep's
+`parts`, for a method that can split: harness.split) has "parts" in its key (the number asked
+of Method.split_budget); with parts = 1, or a method that cannot split, the key is as before.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.seeding import key_digest
-from harness.sweep.spec import Sweep, incompatible, memory_refusal, too_large_budgets
+from harness.sweep.spec import (
+    MethodInstance,
+    Sweep,
+    incompatible,
+    memory_refusal,
+    too_large_budgets,
+)
 
 
 def job_key(problem: str, method: str, settings: dict[str, Any], budget: int, replicate: int,
@@ -47,6 +55,7 @@ class Job:
     tune: dict[str, Any] | None = None   # a tune job's settings (TuneSettings.job_tune)
     method_file: dict[str, str] | None = None   # a method from a file: its source (plugin_file)
     memory_limit: int | None = None     # the sweep file's, bytes (else the worker's own)
+    part_budgets: tuple[int, ...] = ()   # a split job's part budgets (empty: not split)
 
     def spec(self) -> dict[str, Any]:
         """The plain dict sent to a worker (harness.sweep.execute.run_job)."""
@@ -56,6 +65,23 @@ class Job:
                 "time_limit": self.time_limit, "kind": self.kind, "tune": self.tune,
                 **({"method_file": self.method_file} if self.method_file else {}),
                 **({"memory_limit": self.memory_limit} if self.memory_limit else {})}
+
+
+def split_plan(sweep: Sweep, method: MethodInstance, budget: int, n_train: int
+               ) -> tuple[int, tuple[int, ...]]:
+    """(parts asked for, part budgets) of a job: (1, ()) unless the sweep splits, the method
+    can, and the budget makes more than one part (harness.split)."""
+    from harness.registry import get_method
+    from harness.split import part_budgets, resolve_parts
+
+    if sweep.parts == 1:
+        return 1, ()
+    instance = get_method(method.name)(**method.settings)
+    if not instance.splits():
+        return 1, ()
+    n = resolve_parts(instance, budget, n_train, sweep.parts)
+    budgets = tuple(part_budgets(instance, budget, n)) if n > 1 else ()
+    return (n, budgets) if len(budgets) > 1 else (1, ())
 
 
 def skipped_pairs(sweep: Sweep, memory_limit: int | None = None) -> list[str]:
@@ -92,6 +118,9 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
                 for strategy in strategies:
                     for r in range(sweep.replicates_of(m)):
                         key = job_key(p.spec, m.name, m.settings, budget, r, sweep.seed)
+                        n_parts, budgets = split_plan(sweep, m, budget, p.n_train)
+                        if budgets:
+                            key["parts"] = n_parts
                         tune = None
                         if strategy is not None:
                             key.update(kind="tune", tune=sweep.tune.key_part(strategy, budget))
@@ -99,5 +128,6 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
                         jobs.append(Job(key_digest(key), key, sweep.name, p.spec, p.name,
                                         p.n_train, p.n_test, m.name, m.label, m.settings,
                                         m.budget_unit, budget, r, sweep.seed, sweep.time_limit,
-                                        sweep.kind, tune, m.file, sweep.memory_limit))
+                                        sweep.kind, tune, m.file, sweep.memory_limit,
+                                        part_budgets=budgets))
     return jobs

@@ -12,6 +12,8 @@ A sweep file (see sweeps/quick.toml)::
     no_workers_timeout = 300              # seconds without any worker before the sweep gives up
     worker_ttl = 120                      # seconds: a silent worker of the local cluster is
                                           # restarted and its jobs move (harness.sweep.cluster)
+    parts = "auto"                        # split each job of a method that can into parts run
+    #                                       as separate tasks (harness.split); default 1: no
     budgets = [1000, 10000]               # or a log-spaced range:
     # budgets = { start = 1e3, stop = 1e5, num = 5 }
     every_method = true                   # also run every registered method not listed below
@@ -39,6 +41,11 @@ directory; a problem file's spec (in its jobs' keys) is its absolute path. A met
 says `stochastic = False` (the same answer for every seed) runs replicate 0 only.
 
 A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
+`parts` (an integer, or "auto": from the method, budget and N, harness.split.resolve_parts)
+splits the estimate of every job whose method can split (Method.split_budget: the SOV family,
+rejection-bootstrap) into independent parts, run as separate Dask tasks and each committed to
+the store as it finishes, so a killed client or worker loses at most the parts in flight; the
+job's key then holds "parts" (parts = 1, the default, leaves every key and result as before).
 `kind = "tune"` with a [tune] table makes every job a hyperparameter-tuning job instead of one
 estimate (harness.sweep.tune describes the table).
 Everything is checked here, before any job runs: a problem in the file is an InputError that
@@ -65,7 +72,7 @@ from harness.sweep.tune import check_tune, parse_tune
 
 TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "memory_limit", "budgets",
             "every_method", "problems", "methods", "output", "kind", "tune",
-            "no_workers_timeout", "worker_ttl")
+            "no_workers_timeout", "worker_ttl", "parts")
 OUTPUT_KEYS = ("store", "report")
 RANGE_KEYS = ("start", "stop", "num")
 PROBLEM_KINDS = ("family", "preset", "file", "spec")
@@ -120,6 +127,7 @@ class Sweep:
     memory_limit: int | None = None   # bytes per worker (the file's memory_limit), if given
     no_workers_timeout: float | None = None   # seconds; None: the default (harness.sweep.cluster)
     worker_ttl: float | None = None   # seconds; None: the default (harness.sweep.cluster)
+    parts: int | str = 1       # "auto" or a number: split estimates into parts (harness.split)
 
     def describe(self) -> dict[str, Any]:
         """Plain summary of the sweep (for the store's metadata)."""
@@ -132,6 +140,7 @@ class Sweep:
                          **({"file": m.file} if m.file else {})}
                         for m in self.methods],
             "kind": self.kind, **({"tune": self.tune.describe()} if self.tune else {}),
+            **({"parts": self.parts} if self.parts != 1 else {}),
         }
 
     def replicates_of(self, method: MethodInstance) -> int:
@@ -589,6 +598,22 @@ def expand_methods(w: _Where, value: Any, budgets: tuple[int, ...] | None,
     return tuple(instances)
 
 
+def parse_parts(w: _Where, raw: dict[str, Any], kind: str) -> int | str:
+    """The `parts` key: "auto" or an integer >= 1 (default 1: estimates are not split)."""
+    parts = raw.get("parts", 1)
+    fix = 'write parts = "auto", or a number of parts such as parts = 8 (1: not split)'
+    if parts == "auto":
+        pass
+    elif isinstance(parts, str):
+        raise w.error("parts", f'must be "auto" or an integer >= 1, got {parts!r}', fix)
+    else:
+        parts = _int(w, "parts", parts, minimum=1)
+    if parts != 1 and kind != "estimate":
+        raise w.error("parts", f"applies to estimate jobs, not to kind = {kind!r}",
+                      "remove parts from the file")
+    return parts
+
+
 # ---- the whole file ---------------------------------------------------------------------------
 def load_sweep(path: str | Path, *, build: bool = True) -> Sweep:
     """Read, validate and expand a sweep file; any problem raises an InputError."""
@@ -657,13 +682,14 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     specs = expand_problems(w, raw["problems"], base)
     methods = expand_methods(w, raw.get("methods"), budgets, every_method, base)
     kind, tune = parse_tune(w, raw)
+    parts = parse_parts(w, raw, kind)
     if build:
         problems = build_problems(w, specs)
     else:
         problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
     sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
                   methods, store, report, raw, kind, tune, memory_limit, no_workers_timeout,
-                  worker_ttl)
+                  worker_ttl, parts=parts)
     if build:
         check_jobs(w, problems, methods)
         if tune is not None:
