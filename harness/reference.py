@@ -3,7 +3,7 @@
 `compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.z_unbiased: the SOV
 family, minimax tilting, rejection–bootstrap with the hard count; MATH.md §5–7) in rounds of
 new independent parts (SPLIT_INTERFACE: Method.split_budget / estimate_part / combine_parts).
-Part i's random stream is rng_for({**key, "part": i}) (harness.split.part_key), every part has
+Part i's random stream is rng_for(harness.split.part_key(key, i)), every part has
 the same budget, and after each round all parts so far are combined exactly
 (Method.combine_parts: Ẑ the budget-weighted mean of the parts' Ẑ, the ratio estimator's sums
 added before dividing, the SE from the spread of all independent randomisations). It stops
@@ -42,11 +42,10 @@ import numpy as np
 from scipy.special import ndtri
 
 from harness.errors import InputError
-from harness.estimate import ANSWERED, Estimate
+from harness.estimate import ANSWERED
 from harness.method import Method
 from harness.problem import Problem
 from harness.reference_data import FORMAT, fingerprint
-from harness.seeding import rng_for
 
 AGREEMENT_SIGMAS = 3.0
 WEIGHT_SHARE_MAX = 0.01       # no single sample carries more than 1 % of Σ W
@@ -91,94 +90,62 @@ def unbiased_method(name: str, settings: dict[str, Any], field: str = "--method"
 
 
 # ---- running parts ------------------------------------------------------------------------
-def part_seed_key(key: dict[str, Any], part: int) -> dict[str, Any]:
-    """Part i's stream key (the interface's harness.split.part_key)."""
-    return {**key, "part": part}
-
-
-def _estimate_fields(est: Estimate) -> dict[str, Any]:
-    """The value fields of a run record (harness.runner.run_method's names) of an Estimate."""
-    def listed(a):
-        return None if a is None else np.asarray(a, float).tolist()
-
-    def plain(v):
-        v = v.item() if isinstance(v, np.generic) else v
-        return None if isinstance(v, float) and not math.isfinite(v) else v
-
-    return {"status": est.status, "reason": est.reason,
-            "log_marginal_likelihood": plain(est.log_marginal_likelihood),
-            "log_marginal_likelihood_se": plain(est.log_marginal_likelihood_se),
-            "test_probabilities": listed(est.test_probabilities),
-            "test_probabilities_se": listed(est.test_probabilities_se),
-            "diagnostics": {k: plain(v) for k, v in est.diagnostics.items()}}
+VALUE_FIELDS = ("status", "reason", "log_marginal_likelihood", "log_marginal_likelihood_se",
+                "test_probabilities", "test_probabilities_se", "diagnostics")
 
 
 class PartRunner:
-    """Runs parts of one method on one problem and combines them: in this process, or across
-    a Dask client's workers (harness.split.run_split with the parts already run)."""
+    """The parts of one method on one problem, run by harness.split.run_split (in this process,
+    or across a Dask client's workers) and combined: each round passes the parts already run
+    (done_parts), so only the new ones run; part i's stream is rng_for(part_key(key, i))."""
 
     def __init__(self, spec: str, problem: Problem, method: Method, key: dict[str, Any],
                  client=None):
         self.spec, self.problem, self.method, self.key = spec, problem, method, key
         self.client = client
-        self.parts: list[dict[str, Any]] = []   # part records, in part order
-        self.setup_cpu_seconds = 0.0
-        if client is None:
-            from harness.runner import timed_prepare
-            self.setup_cpu_seconds = timed_prepare(problem, method)["setup_cpu_seconds"]
+        self.parts: list[dict[str, Any]] = []   # part records (harness.split.run_part)
 
     def run(self, n_parts: int, part_budget: int) -> dict[str, Any]:
         """Run parts len(self.parts) .. n_parts - 1 (budget part_budget each), then combine
         all of them: the value fields of the combined estimate."""
+        from harness.split import run_split
+
         budgets = self.method.split_budget(n_parts * part_budget, n_parts)
         if budgets is None or list(budgets) != [part_budget] * n_parts:
-            raise InputError("--budget", f"{self.method.label()} does not split "
+            raise InputError("--round-budget", f"{self.method.label()} does not split "
                              f"{n_parts * part_budget} into {n_parts} parts of {part_budget}",
                              "choose a round budget that is a multiple of the parts per round "
                              "times the method's randomisations")
-        if self.client is None:   # in this process (the same parts, streams and combination)
-            for i in range(len(self.parts), n_parts):
-                self.parts.append(self._local_part(i, part_budget))
-            est = self.method.combine_parts(self.problem, [p["stats"] for p in self.parts])
-            return _estimate_fields(est)
-        try:
-            from harness.split import run_split
-        except ImportError:   # pragma: no cover - until harness.split (branch split-run) is in
-            raise InputError("--workers/--scheduler", "running parts on a cluster needs "
-                             "harness.split, which this installation lacks",
-                             "run without --workers/--scheduler (in this process)") from None
-        done = list(self.parts)
+        new: list[dict[str, Any]] = []
         record = run_split(self.spec, self.method.name, self.method.get_settings(),
                            n_parts * part_budget, self.key, parts=n_parts, client=self.client,
-                           on_part=done.append, done_parts=list(self.parts))
-        bad = [p for p in done if p.get("status", "ok") != "ok"]
-        if bad:
-            raise ReferenceFailed(f"part {bad[0]['part']} of the reference of {self.spec} "
-                                  f"({self.method.label()}) failed: {bad[0].get('reason')}")
-        self.parts = sorted({p["part"]: p for p in done}.values(), key=lambda p: p["part"])
-        self.setup_cpu_seconds = max(self.setup_cpu_seconds,
-                                     float(record.get("setup_cpu_seconds") or 0.0))
-        return {k: record.get(k) for k in _estimate_fields(Estimate(None))}
+                           on_part=new.append, done_parts=self.parts)
+        bad = next((p for p in new if p.get("status") != "ok"), None)
+        if bad is not None:
+            raise ReferenceFailed(f"part {bad['part']} of the reference of {self.spec} "
+                                  f"({self.method.label()}) failed: {bad.get('reason')}")
+        self.parts = sorted([*self.parts, *new], key=lambda p: p["part"])
+        return {k: record.get(k) for k in VALUE_FIELDS}
 
-    def _local_part(self, i: int, budget: int) -> dict[str, Any]:
-        from harness.runner import _blas
-
-        with _blas().limit(limits=1, user_api="blas"):
-            cpu0, wall0 = time.thread_time(), time.perf_counter()
-            stats = self.method.estimate_part(self.problem, budget,
-                                              rng_for(part_seed_key(self.key, i)))
-            cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
-        return {"part": i, "budget": budget, "stats": stats, "cpu_seconds": cpu,
-                "wall_seconds": wall, "worker": "local", "status": "ok"}
+    @property
+    def setup_cpu_seconds(self) -> float:
+        """The set-up (Method.prepare) each worker paid once for this problem."""
+        return sum(float(p.get("setup_cpu_seconds") or 0.0) for p in self.parts
+                   if p.get("setup_cached") is False)
 
     @property
     def cpu_seconds(self) -> float:
+        """CPU time of the parts and of their set-ups."""
         return self.setup_cpu_seconds + sum(float(p.get("cpu_seconds") or 0.0)
                                             for p in self.parts)
 
     @property
     def budget(self) -> int:
         return sum(int(p["budget"]) for p in self.parts)
+
+    @property
+    def workers(self) -> int:
+        return len({p.get("worker") for p in self.parts})
 
 
 # ---- the procedure ------------------------------------------------------------------------
@@ -384,7 +351,7 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
         "reference_cpu_seconds": runner.cpu_seconds,
         "setup_cpu_seconds": runner.setup_cpu_seconds,
         "wall_seconds": time.perf_counter() - wall0,
-        "workers": None if client is None else len(client.scheduler_info()["workers"]),
+        "workers": runner.workers,
         "diagnostics": fields.get("diagnostics") or {},
         "checks": checks, "check_run": check_record,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -237,3 +237,22 @@ def test_reference_calibration_20_seeds(template):
     test_z = np.concatenate([c["test_z"] for c in cases])
     if len(test_z):
         assert np.mean(test_z <= 3) >= 0.95, test_z
+
+
+def test_a_cluster_gives_the_same_reference_as_this_process():
+    """Rounds grow from the estimates only and part i's stream is keyed by i: 1 or 2 Dask
+    workers give the numbers of an in-process run, bit for bit."""
+    from distributed import Client
+
+    kwargs = dict(max_budget=64_000, budget_per_round=4000, target_se=0.004,
+                  target_test_se=5e-4, check_method=None)
+    here = ref.compute_reference(SMALL, "sov", **kwargs)
+    assert len(here["rounds"]) > 1 and here["workers"] == 1
+    for workers in (1, 2):
+        with Client(processes=False, n_workers=workers, threads_per_worker=1,
+                    dashboard_address=":0") as client:
+            there = ref.compute_reference(SMALL, "sov", client=client, **kwargs)
+        for field in ("log_marginal_likelihood", "log_marginal_likelihood_se",
+                      "test_probabilities", "test_probabilities_se", "budget", "parts",
+                      "stopped", "key"):
+            assert there[field] == here[field], field
