@@ -1,7 +1,7 @@
 #!/bin/sh
 # Produces the references shipped in harness/data/references/ (README "Reference values"):
 # the built-in problems without exact truth at their default kernel parameters (alpha = 5,
-# beta = 1), minimax tilting with sov as the agreement check, targets log Z SE <= 0.01 nats and
+# beta = 1), minimax tilting with sir as the agreement check, targets log Z SE <= 0.01 nats and
 # test-probability SE <= 1e-4, each problem capped in CPU time (the reference's own; its check
 # gets a quarter more). Run from the repository root; pass e.g. `--workers 8` or
 # `--scheduler tcp://HOST:8786` to run the parts on a cluster (the numbers do not change).
