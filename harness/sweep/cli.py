@@ -82,9 +82,11 @@ def cmd_sweep(args) -> int:
     timeout = None if args.no_workers_timeout is None else \
         parse_seconds("--no-workers-timeout", args.no_workers_timeout)
     sweep = load_sweep(default_sweep_file(args.sweep_file))
+    tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
+    if sweep.kind == "reference":
+        return _reference_sweep(sweep, args, workers, tls)
     if args.check:
         return _check(sweep, args, workers)
-    tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
     try:
         outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
                             tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,
@@ -92,6 +94,29 @@ def cmd_sweep(args) -> int:
     except KeyboardInterrupt:   # run_sweep said how far it got
         return EXIT_INTERRUPTED
     return outcome.exit_code
+
+
+def _reference_sweep(sweep, args, workers, tls) -> int:
+    """A kind = "reference" sweep (harness.sweep.reference_kind): --check prints the plan;
+    else each missing reference is computed on the cluster (local workers, default one per
+    core, or --scheduler), stored and exported."""
+    from harness.sweep.cluster import check_options, connect, default_workers
+    from harness.sweep.driver import check_writable
+    from harness.sweep.reference_kind import plan_lines, run_reference_sweep
+
+    store = Path(args.store) if args.store else sweep.store
+    check_writable(store, "store")
+    if sweep.references is not None:
+        check_writable(sweep.references, "references", directory=True)
+    if args.check:
+        print(f"{sweep.path}: valid")
+        print("\n".join(plan_lines(sweep, store)))
+        return 0
+    check_options(args.scheduler, workers, tls)
+    if args.scheduler is None and workers is None:
+        workers = default_workers()
+    with connect(args.scheduler, workers, tls) as conn:
+        return run_reference_sweep(sweep, store, conn.client)
 
 
 def parse_seconds(field: str, text: str) -> float:

@@ -47,7 +47,8 @@ rejection-bootstrap) into independent parts, run as separate Dask tasks and each
 the store as it finishes, so a killed client or worker loses at most the parts in flight; the
 job's key then holds "parts" (parts = 1, the default, leaves every key and result as before).
 `kind = "tune"` with a [tune] table makes every job a hyperparameter-tuning job instead of one
-estimate (harness.sweep.tune describes the table).
+estimate (harness.sweep.tune describes the table); `kind = "reference"` with a [reference] table
+computes one reference record per problem instead (harness.sweep.reference_kind).
 Everything is checked here, before any job runs: a problem in the file is an InputError that
 names the file, the key and the fix (the command line exits with code 2).
 """
@@ -71,9 +72,9 @@ from harness.spec import names_file, split_spec
 from harness.sweep.tune import check_tune, parse_tune
 
 TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "memory_limit", "budgets",
-            "every_method", "problems", "methods", "output", "kind", "tune",
+            "every_method", "problems", "methods", "output", "kind", "tune", "reference",
             "no_workers_timeout", "worker_ttl", "parts")
-OUTPUT_KEYS = ("store", "report")
+OUTPUT_KEYS = ("store", "report", "references")
 RANGE_KEYS = ("start", "stop", "num")
 PROBLEM_KINDS = ("family", "preset", "file", "spec")
 RESERVED_METHOD_KEYS = ("budgets",)
@@ -128,6 +129,8 @@ class Sweep:
     no_workers_timeout: float | None = None   # seconds; None: the default (harness.sweep.cluster)
     worker_ttl: float | None = None   # seconds; None: the default (harness.sweep.cluster)
     parts: int | str = 1       # "auto" or a number: split estimates into parts (harness.split)
+    reference: Any = None      # harness.sweep.reference_kind.ReferenceSettings (kind "reference")
+    references: Path | None = None   # [output] references: folder of exported reference files
 
     def describe(self) -> dict[str, Any]:
         """Plain summary of the sweep (for the store's metadata)."""
@@ -680,8 +683,17 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     if "problems" not in raw:
         raise w.error("problems", "missing", 'write problems = ["onefactor:n=50"]')
     specs = expand_problems(w, raw["problems"], base)
-    methods = expand_methods(w, raw.get("methods"), budgets, every_method, base)
     kind, tune = parse_tune(w, raw)
+    reference = None
+    if kind == "reference":
+        from harness.sweep.reference_kind import parse_reference
+
+        reference = parse_reference(w, raw, [s for s, _ in specs])
+    elif "reference" in raw or "references" in output:
+        raise w.error("reference", 'a [reference] table and [output] references need '
+                      'kind = "reference"', 'add kind = "reference" at the top of the file')
+    methods = () if reference else expand_methods(w, raw.get("methods"), budgets, every_method,
+                                                  base)
     parts = parse_parts(w, raw, kind)
     if build:
         problems = build_problems(w, specs)
@@ -689,7 +701,9 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
         problems = tuple(ProblemEntry(s, s, where, 0, 0, {}) for s, where in specs)
     sweep = Sweep(name, path, text, description, seed, replicates, time_limit, problems,
                   methods, store, report, raw, kind, tune, memory_limit, no_workers_timeout,
-                  worker_ttl, parts=parts)
+                  worker_ttl, parts=parts, reference=reference,
+                  references=beside(base, output["references"]) if "references" in output
+                  else None)
     if build:
         check_jobs(w, problems, methods)
         if tune is not None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.errors import InputError
 
-KINDS = ("estimate", "tune")
+KINDS = ("estimate", "tune", "reference")
 STRATEGIES = ("grid", "explore-exploit", "pseudo-marginal")
 DEFAULT_STRATEGIES = ("grid", "explore-exploit")
 TUNE_KEYS = ("parameters", "strategies", "explore_budget", "top_k", "walkers", "steps", "burn")
@@ -121,6 +121,8 @@ def parse_tune(w, raw: dict[str, Any]) -> tuple[str, TuneSettings | None]:
         raise w.error("kind", f"unknown job kind {kind!r}",
                       _unknown_key_fix(str(kind), KINDS, "kinds"))
     table = raw.get("tune")
+    if kind == "reference":     # harness.sweep.reference_kind parses its [reference] table
+        return kind, None
     if kind == "estimate":
         if table is not None:
             raise w.error("tune", 'a [tune] table needs kind = "tune"',

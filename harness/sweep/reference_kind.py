@@ -1,0 +1,249 @@
+"""The `reference` job kind of sweep files: one reference record per problem (harness.reference).
+
+    kind = "reference"
+    problems = ["gauss-p1", "crabs"]
+    seed = 0
+    [reference]                 # the options of `python -m harness reference`
+    method = "minimax-tilting"  # an unbiased method (default minimax-tilting)
+    settings = {}               # its settings
+    budget = 1e9                # largest total budget (default 1e7)
+    round_budget = 8e4          # the first round's budget (default budget / 16)
+    parts_per_round = 8
+    target_se = 0.01            # log Z SE target, nats
+    target_test_se = 1e-4       # every test probability's SE target
+    max_cpu = 150               # CPU seconds of the reference method (optional)
+    check_method = "auto"       # "auto", a method name, or "none"
+    [reference.problems.gauss-p6]   # per-problem overrides of the keys above
+    max_cpu = 700
+    [output]
+    store = "references.sqlite"
+    references = "references/"  # one exported JSON file per problem
+
+Each problem's reference is computed on the sweep's cluster, stored in the store's references
+table as soon as it is done and exported; a problem whose stored reference has the same key
+(problem, method, settings, part budget, seed), targets, parts per round and check method is
+skipped, so a rerun after a kill computes only what is missing. Exit 0 when every reference
+passed its checks and reached its targets, else 1 (the records are stored either way).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+
+REFERENCE_KEYS = ("method", "settings", "budget", "round_budget", "parts_per_round",
+                  "target_se", "target_test_se", "max_cpu", "check_method", "problems")
+# keys of an estimate sweep that mean nothing to a reference sweep
+NOT_FOR_REFERENCE = ("methods", "budgets", "replicates", "every_method", "time_limit", "tune")
+
+
+@dataclass(frozen=True)
+class ReferenceSettings:
+    """A validated [reference] table (one problem's view of it: overrides applied)."""
+
+    method: str = "minimax-tilting"
+    settings: dict[str, Any] = field(default_factory=dict)
+    budget: int = 10**7
+    round_budget: int | None = None
+    parts_per_round: int = 8
+    target_se: float = 0.01
+    target_test_se: float = 1e-4
+    max_cpu: float | None = None
+    check_method: str | None = "auto"
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def for_problem(self, spec: str) -> ReferenceSettings:
+        return replace(self, **self.overrides.get(spec, {}))
+
+    def arguments(self) -> dict[str, Any]:
+        """compute_reference's keyword arguments (bar the problem, client and seed)."""
+        return {"method": self.method, "settings": dict(self.settings),
+                "max_budget": self.budget, "budget_per_round": self.round_budget,
+                "parts_per_round": self.parts_per_round, "target_se": self.target_se,
+                "target_test_se": self.target_test_se, "max_cpu_seconds": self.max_cpu,
+                "check_method": self.check_method}
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.arguments(), "overrides": self.overrides}
+
+
+def _positive(w, key: str, value: Any, integer: bool) -> float | int:
+    from harness.sweep.spec import _budget
+
+    if integer:
+        return _budget(w, key, value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and value > 0):
+        raise w.error(key, f"must be a positive number, got {value!r}",
+                      f"write e.g. {key.split('.')[-1]} = 0.01")
+    return float(value)
+
+
+def _values(w, where: str, table: dict[str, Any], allowed) -> dict[str, Any]:
+    """The [reference] keys of `table` (typed, checked), by ReferenceSettings field."""
+    from harness.sweep.spec import _check_keys
+
+    _check_keys(w, where, table, allowed)
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{where}.{key}"
+        if key == "problems":
+            continue
+        if key in ("method", "check_method"):
+            if not isinstance(value, str) or not value.strip():
+                raise w.error(name, f"must be a method name, got {value!r}",
+                              f'write e.g. {key} = "sir"')
+            out[key] = None if value == "none" else value
+        elif key == "settings":
+            if not isinstance(value, dict):
+                raise w.error(name, "must be a table", 'write settings = { count = "hard" }')
+            out[key] = dict(value)
+        elif key in ("budget", "round_budget", "parts_per_round"):
+            out[key] = _positive(w, name, value, integer=True)
+        else:
+            out[key] = _positive(w, name, value, integer=False)
+    return out
+
+
+def parse_reference(w, raw: dict[str, Any], problem_specs: list[str]) -> ReferenceSettings:
+    """The [reference] table of a kind = "reference" sweep; every mistake names its key."""
+    from harness.reference import unbiased_method
+
+    for key in NOT_FOR_REFERENCE:
+        if key in raw:
+            raise w.error(key, 'does not apply to kind = "reference"',
+                          "put the method and budget in the [reference] table")
+    table = raw.get("reference")
+    if table is None:
+        raise w.error("reference", 'kind = "reference" needs a [reference] table',
+                      'add [reference] with method = "minimax-tilting" and budget = 1e7')
+    if not isinstance(table, dict):
+        raise w.error("reference", "must be a table", "write [reference] and its keys below it")
+    base = _values(w, "reference", table, REFERENCE_KEYS)
+    per_problem = table.get("problems", {})
+    if not isinstance(per_problem, dict):
+        raise w.error("reference.problems", "must be a table of per-problem overrides",
+                      "write [reference.problems.NAME] and e.g. max_cpu = 700 below it")
+    overrides = {}
+    for spec, sub in per_problem.items():
+        where = f"reference.problems.{spec}"
+        if spec not in problem_specs:
+            raise w.error(where, f"names no problem of the sweep ({', '.join(problem_specs)})",
+                          "use a problem as written in `problems`")
+        if not isinstance(sub, dict):
+            raise w.error(where, "must be a table", "write e.g. max_cpu = 700 below it")
+        overrides[spec] = _values(w, where, sub, REFERENCE_KEYS[:-1])
+    settings = ReferenceSettings(**base, overrides=overrides)
+    for spec in [None, *overrides]:
+        s = settings if spec is None else settings.for_problem(spec)
+        where = "reference" if spec is None else f"reference.problems.{spec}"
+        try:
+            unbiased_method(s.method, s.settings, f"{where}.method")
+        except InputError as exc:   # naming the method or a setting
+            raise w.own(f"{where}.method", exc) from None
+    return settings
+
+
+def _expected(spec: str, s: ReferenceSettings, seed: int) -> dict[str, Any]:
+    """What a stored record must hold to be this problem's reference (without computing)."""
+    from harness.reference import (
+        canonical_spec,
+        check_method_name,
+        part_budget_for,
+        reference_key,
+        unbiased_method,
+    )
+
+    ref = unbiased_method(s.method, s.settings)
+    round_budget = s.round_budget or max(s.budget // 16, s.parts_per_round)
+    part = part_budget_for(ref, round_budget, s.parts_per_round)
+    check = None if s.check_method is None else (
+        check_method_name(ref.name) if s.check_method == "auto" else s.check_method)
+    return {"key": reference_key(canonical_spec(spec), ref, part, seed),
+            "targets": {"log_marginal_likelihood_se": s.target_se,
+                        "test_probabilities_se": s.target_test_se,
+                        "max_budget": int(s.budget), "max_cpu_seconds": s.max_cpu},
+            "parts_per_round": s.parts_per_round, "check": check}
+
+
+def _matches(record: dict[str, Any] | None, expected: dict[str, Any]) -> bool:
+    if record is None:
+        return False
+    check = (record.get("check_run") or {}).get("method_name")
+    return (record.get("key") == expected["key"] and record.get("targets") == expected["targets"]
+            and record.get("parts_per_round") == expected["parts_per_round"]
+            and check == expected["check"])
+
+
+def good(record: dict[str, Any]) -> bool:
+    """Every check passed and every target reached."""
+    return (all(c["passed"] for c in record["checks"])
+            and all(record["targets_reached"].values()))
+
+
+def plan_lines(sweep, store: Path) -> list[str]:
+    """`sweep --check` of a reference sweep: each problem's settings and whether it is done."""
+    from harness.store import ResultStore
+
+    stored = {}
+    if store.exists():
+        with ResultStore(store, read_only=True) as st:
+            stored = st.references()
+    lines = []
+    for p in sweep.problems:
+        s = sweep.reference.for_problem(p.spec)
+        done = _matches(stored.get(p.name), _expected(p.spec, s, sweep.seed))
+        cpu = "" if s.max_cpu is None else f", max CPU {s.max_cpu:g} s"
+        check = s.check_method or "no"
+        lines.append(f"  {'done' if done else 'to run'}  {p.spec} (N={p.n_train}, {p.n_test} "
+                     f"test points): {s.method} budget {s.budget:,}, targets SE "
+                     f"{s.target_se:g} / {s.target_test_se:g}{cpu}, {check} check")
+    n_done = sum(line.startswith("  done") for line in lines)
+    return [f"{len(lines)} reference(s): {n_done} done, {len(lines) - n_done} to run"
+            + ("" if store.exists() else " (no store there yet)"), *lines,
+            f"  store {store}"
+            + (f", references exported to {sweep.references}" if sweep.references else "")]
+
+
+def run_reference_sweep(sweep, store: Path, client=None, out=print) -> int:
+    """Compute, store and export every missing reference of the sweep (module doc); the exit
+    code: 0 all passed their checks and reached their targets, else 1."""
+    from harness.reference import ReferenceFailed, compute_reference
+    from harness.reference_cli import format_reference
+    from harness.reference_data import export_reference, file_name
+    from harness.store import ResultStore
+
+    failed = 0
+    with ResultStore(store) as st:
+        stored = st.references()
+        for p in sweep.problems:
+            s = sweep.reference.for_problem(p.spec)
+            record = stored.get(p.name)
+            if _matches(record, _expected(p.spec, s, sweep.seed)):
+                verb = "already stored"
+            else:
+                try:
+                    record = compute_reference(
+                        p.spec, **s.arguments(), client=client, seed=sweep.seed,
+                        out=lambda text: print(text, file=sys.stderr, flush=True))
+                except ReferenceFailed as exc:
+                    out(f"{p.name}: reference FAILED: {exc}")
+                    failed += 1
+                    continue
+                st.add_reference(record)
+                verb = "computed"
+            if sweep.references is not None:
+                export_reference(record, sweep.references / file_name(p.name))
+            ok = good(record)
+            failed += not ok
+            out(f"{p.name}: {verb}, log Z {record['log_marginal_likelihood']:.6f} ± "
+                f"{record['log_marginal_likelihood_se']:.2g}, {record['stopped']}"
+                + ("" if ok else " — NOT GOOD (a check failed or a target not reached)"))
+            if verb == "computed":
+                print(format_reference(record), file=sys.stderr)
+    return 0 if failed == 0 else 1
