@@ -5,6 +5,8 @@
 # test-probability SE <= 1e-4, each problem capped in CPU time (the reference's own; its check
 # gets a quarter more). Run from the repository root; pass e.g. `--workers 8` or
 # `--scheduler tcp://HOST:8786` to run the parts on a cluster (the numbers do not change).
+# sweeps/references.toml does the same as a sweep (`python -m harness sweep
+# sweeps/references.toml`), storing each reference as it finishes and skipping stored ones.
 
 OUT=harness/data/references
 TARGETS="--method minimax-tilting --budget 1e9 --target-se 0.01 --target-test-se 1e-4"

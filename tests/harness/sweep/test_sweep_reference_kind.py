@@ -73,3 +73,22 @@ def test_reference_sweep_stores_exports_and_skips_on_rerun(tmp_path, monkeypatch
 def test_bad_reference_key_is_named(tmp_path, line, key):
     with pytest.raises(InputError, match=key.replace(".", r"\.")):
         _sweep(tmp_path, SWEEP.replace("[reference]\n", f"[reference]\n{line}\n"))
+
+
+def test_references_sweep_file_matches_the_shipped_references():
+    """sweeps/references.toml reproduces harness/data/references: every shipped record has the
+    key and targets the sweep would compute (so a sweep into a store holding them skips all)."""
+    from pathlib import Path
+
+    from harness.sweep.reference_kind import _expected, _matches
+    from harness.sweep.spec import load_sweep
+
+    root = Path(__file__).resolve().parents[3]
+    try:
+        sweep = load_sweep(root / "sweeps" / "references.toml")
+    except InputError as exc:   # the real data sets need gpc-harness[data]
+        pytest.skip(str(exc))
+    for p in sweep.problems:
+        record = json.loads((root / "harness/data/references" / file_name(p.name)).read_text())
+        assert _matches(record, _expected(p.spec, sweep.reference.for_problem(p.spec),
+                                          sweep.seed)), p.name
