@@ -63,6 +63,20 @@ class ReferenceFailed(RuntimeError):
     """The reference estimate itself failed (a part failed, or the combination did)."""
 
 
+def first_round_budget(max_budget: int, parts_per_round: int,
+                       budget_per_round: int | None = None) -> int:
+    """The first round's budget: budget_per_round, default max_budget / 16 (at least one
+    point per part)."""
+    return budget_per_round or max(max_budget // 16, parts_per_round)
+
+
+def resolved_check_method(method: str, check_method: str | None) -> str | None:
+    """The agreement check's method: None skips it, "auto" is check_method_name(method)."""
+    if check_method is None:
+        return None
+    return check_method_name(method) if check_method == "auto" else check_method
+
+
 def check_method_name(method: str) -> str:
     """The default check method for a reference method: sir for minimax tilting, tilting for
     the others. Not sov: its heavy-tailed weights make its SE understate its error on real
@@ -277,8 +291,8 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
     spec = canonical_spec(problem_spec)
     problem = make_problem(spec)
     ref = unbiased_method(method, settings or {})
-    round_budget = budget_per_round or max(max_budget // 16, parts_per_round)
-    part_budget = part_budget_for(ref, round_budget, parts_per_round)
+    part_budget = part_budget_for(
+        ref, first_round_budget(max_budget, parts_per_round, budget_per_round), parts_per_round)
     key = reference_key(spec, ref, part_budget, seed)
     say = out or (lambda _text: None)
     wall0 = time.perf_counter()
@@ -300,8 +314,8 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
     precision = _precision(fields)
     checks = [weights_check(fields)]
     check_record = None
-    if check_method:
-        name = check_method_name(ref.name) if check_method == "auto" else check_method
+    name = resolved_check_method(ref.name, check_method)
+    if name:
         other = unbiased_method(name, check_settings or {}, "--check-method")
         o_part = part_budget_for(other, part_budget * parts_per_round, parts_per_round)
         o_runner = PartRunner(spec, problem, other, reference_key(spec, other, o_part, seed),

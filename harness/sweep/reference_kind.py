@@ -153,17 +153,17 @@ def _expected(spec: str, s: ReferenceSettings, seed: int) -> dict[str, Any]:
     """What a stored record must hold to be this problem's reference (without computing)."""
     from harness.reference import (
         canonical_spec,
-        check_method_name,
+        first_round_budget,
         part_budget_for,
         reference_key,
+        resolved_check_method,
         unbiased_method,
     )
 
     ref = unbiased_method(s.method, s.settings)
-    round_budget = s.round_budget or max(s.budget // 16, s.parts_per_round)
-    part = part_budget_for(ref, round_budget, s.parts_per_round)
-    check = None if s.check_method is None else (
-        check_method_name(ref.name) if s.check_method == "auto" else s.check_method)
+    part = part_budget_for(ref, first_round_budget(s.budget, s.parts_per_round, s.round_budget),
+                           s.parts_per_round)
+    check = resolved_check_method(ref.name, s.check_method)
     return {"key": reference_key(canonical_spec(spec), ref, part, seed),
             "targets": {"log_marginal_likelihood_se": s.target_se,
                         "test_probabilities_se": s.target_test_se,
