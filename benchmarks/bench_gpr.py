@@ -31,9 +31,9 @@ def main():
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     reexec_without_coretype()
+    from harness.core.gpr import GaussianProcessRegressor, grid_maximum
+    from harness.core.kernels import RBF
     from harness.datasets.sine import sine_data
-    from harness.gpr import GaussianProcessRegressor, grid_maximum
-    from harness.kernels import RBF
 
     full = int(np.prod([round((high - low) / FINE) + 1 for low, high in BOX]))
     print(f"BLAS: {blas_description()}; full fine grid would have {full} points")

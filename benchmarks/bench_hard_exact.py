@@ -32,8 +32,8 @@ def main():
     args = parser.parse_args()
     reexec_without_coretype()
 
-    from harness.registry import get_method, methods
-    from harness.spec import make_problem
+    from harness.plugins.registry import get_method, methods
+    from harness.plugins.specs import make_problem
 
     names = args.methods.split(",") if args.methods else [
         n for n, c in methods().items() if c.exact and c.estimates_log_z]

@@ -1,4 +1,4 @@
-"""Memory estimates (Method.memory_estimate, harness.footprint) against measured peaks.
+"""Memory estimates (Method.memory_estimate, harness.model.footprint) against measured peaks.
 
 Each job runs in a fresh process: the estimate's job part is compared with the runner's
 peak_memory_mb (the estimate call), and its total with the whole job's resident peak (building
@@ -19,10 +19,10 @@ import sys
 CHILD = r"""
 import json, re, sys
 import numpy as np
-from harness.footprint import job_memory
-from harness.registry import get_method
-from harness.runner import run_one
-from harness.spec import make_problem
+from harness.model.footprint import job_memory
+from harness.plugins.registry import get_method
+from harness.execution.runner import run_one
+from harness.plugins.specs import make_problem
 import harness.methods.hmc, harness.methods.ess, harness.methods.sov  # noqa: imports, JIT
 def status(field):
     return int(re.search(rf"^{field}:\s+(\d+) kB", open("/proc/self/status").read(),

@@ -60,7 +60,7 @@ def interpolated(rows, key, target):
 
 
 def ladder(name, problem, reps, targets, max_run_seconds, log):
-    from harness.metrics import mae
+    from harness.core.metrics import mae
 
     method = make(name)
     method.prepare(problem)

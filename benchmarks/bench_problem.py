@@ -25,7 +25,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BASELINE = "f01b4db"   # main with harness/covariance.py, before problems used it
+BASELINE = "f01b4db"   # main with harness/core/covariance.py, before problems used it
 SMALL = [("onefactor n=500", "onefactor", {"n": 500}), ("linear1d-p3", "linear1d-p3", None),
          ("gauss-p1", "gauss-p1", None)]
 
@@ -50,7 +50,7 @@ def _import_tree(root: str):
 
 
 def _builder(family_or_preset: str, params):
-    from harness.registry import get_family, presets
+    from harness.plugins.registry import get_family, presets
 
     if params is None:
         family, params = presets()[family_or_preset]
@@ -61,7 +61,7 @@ def _builder(family_or_preset: str, params):
 
 def _timed(fn):
     """(result, CPU seconds of this thread, peak MiB) of fn() (BLAS runs on this thread)."""
-    from harness.memory import peak_memory
+    from harness.core.memory import peak_memory
 
     with peak_memory() as mem:
         t0 = time.thread_time()

@@ -1,9 +1,9 @@
 """Cost against N (issue 14's "Done when" benchmark): every exact method that fits, in one run.
 
 For N = 4,096 … 65,536 (x2; --sizes or --min-n/--max-n to limit), on one-factor problems
-(exact truth, MATH.md §3a) and 2-D RBF problems (gauss2class, judged by the consensus of the
-methods at that N, MATH.md §3d), each method runs once through harness.runner.run_one in a
-fresh process (so that its peak resident memory is its own, problem and set-up included):
+(exact truth, docs/math.md §3a) and 2-D RBF problems (gauss2class, judged by the consensus of the
+methods at that N, docs/math.md §3d), each method runs once through harness.execution.runner.run_one
+in a fresh process (so that its peak resident memory is its own, problem and set-up included):
 
     build s        building the problem (and its exact truth)
     set-up CPU s   Method.prepare: factorisation, compression, reordering, saddle point
@@ -14,7 +14,7 @@ fresh process (so that its peak resident memory is its own, problem and set-up i
 
 then the fitted exponents p of set-up CPU, estimate CPU and peak RSS ~ N^p (least squares on
 log–log, harness.report.scaling.fit_exponent), as Markdown tables. A method whose memory
-estimate exceeds --memory-limit is not run and says why (harness.footprint, from the problem's
+estimate exceeds --memory-limit is not run and says why (harness.model.footprint, from the problem's
 summary: structured problems hold O(N), the dense K, R and L are counted by the methods that
 read them).
 
@@ -61,10 +61,10 @@ def run_job(job: dict) -> dict:
     """Build the problem, run the method once through run_one; plain results."""
     from threadpoolctl import threadpool_limits
 
-    from harness import runner
-    from harness.registry import get_method
-    from harness.seeding import rng_for
-    from harness.spec import make_problem
+    from harness.core.seeding import rng_for
+    from harness.execution import runner
+    from harness.plugins.registry import get_method
+    from harness.plugins.specs import make_problem
 
     with threadpool_limits(1):
         t0 = time.thread_time()
@@ -90,8 +90,8 @@ def run_job(job: dict) -> dict:
 # ---- planning -----------------------------------------------------------------------------
 def refusal(method_name: str, summary: dict, budget: int, limit: int) -> str | None:
     """Why this job is not run: the method cannot take the problem, or it does not fit."""
-    from harness.footprint import format_bytes, too_large
-    from harness.registry import get_method
+    from harness.model.footprint import format_bytes, too_large
+    from harness.plugins.registry import get_method
 
     method = get_method(method_name)
     if summary.get("kernel") is None and not method.handles_orthant:
@@ -203,8 +203,8 @@ def main(argv=None) -> int:
              [args.min_n * 2**k for k in range(64) if args.min_n * 2**k <= args.max_n])
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     families = [f.strip() for f in args.families.split(",") if f.strip()]
-    from harness.footprint import parse_bytes
-    from harness.spec import make_problem
+    from harness.model.footprint import parse_bytes
+    from harness.plugins.specs import make_problem
 
     limit = parse_bytes("--memory-limit", args.memory_limit)
     print(f"# bench_scale: N = {sizes}, budget {args.budget}, memory limit "

@@ -38,7 +38,7 @@ def main():
     from harness.methods.rejection_bootstrap import RejectionBootstrap
     from harness.methods.sir import Sir
     from harness.methods.sov import Sov
-    from harness.spec import make_problem
+    from harness.plugins.specs import make_problem
 
     problem = make_problem(args.spec)
     print(f"problem: {args.spec}  (N = {problem.n_train}); BLAS: {blas_description()}")

@@ -44,7 +44,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    from harness.store import ResultStore, damage
+    from harness.execution.store import ResultStore, damage
     from harness.sweep.execute import run_job
     from harness.sweep.plan import plan
     from harness.sweep.spec import parse_sweep

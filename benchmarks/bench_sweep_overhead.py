@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.store import ResultStore
+from harness.execution.store import ResultStore
 from harness.sweep.driver import run_sweep
 from harness.sweep.spec import load_sweep, parse_sweep
 

@@ -1,7 +1,7 @@
 """Minimax-tilting set-up against N (issue 14, part 4), every ratio measured within this one run.
 
-Set-up = univariate reordering (harness.reorder.pivoted_cholesky, blocked, ~ (2/3) N^3 flops)
-+ the saddle point ∇ψ = 0 (harness.saddle_point). For each N, on one-factor problems (or the
+Set-up = univariate reordering (harness.core.reorder.pivoted_cholesky, blocked, ~ (2/3) N^3 flops)
++ the saddle point ∇ψ = 0 (harness.core.saddle_point). For each N, on one-factor problems (or the
 2-D RBF orthant problem of issue 14 with --family rbf), one thread of BLAS:
 
 - reorder:   CPU seconds of the reordered factor; potrf: a plain LAPACK Cholesky of R, for scale;
@@ -35,7 +35,7 @@ from benchmarks.common import blas_description, cpu_time, reexec_without_coretyp
 
 def make_problem(family: str, N: int):
     from harness.datasets.onefactor import onefactor
-    from harness.problem import Problem
+    from harness.model.problem import Problem
 
     if family == "onefactor":
         return onefactor(n=N, seed=N)
@@ -62,10 +62,10 @@ def fitted_exponent(sizes, seconds, from_n=1000) -> float:
 def run_size(family: str, N: int, args) -> dict:
     import scipy.linalg
 
-    from harness.memory import peak_memory
+    from harness.core.memory import peak_memory
+    from harness.core.saddle_point import solve_saddle_point, solve_saddle_point_hybr
     from harness.methods.minimax_tilting import MinimaxTilting
-    from harness.reorder import ordered_problem
-    from harness.saddle_point import solve_saddle_point, solve_saddle_point_hybr
+    from harness.model.ordered import ordered_problem
 
     problem = make_problem(family, N)
     row: dict = {"N": N}

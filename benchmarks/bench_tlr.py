@@ -41,7 +41,7 @@ def run_job(spec: dict) -> dict:
     """One job in this process: build, set up, estimate; times, peak memory, error."""
     from threadpoolctl import threadpool_limits
 
-    from harness.kernels import RBF
+    from harness.core.kernels import RBF
     from harness.methods.sov_tlr import SovTlr
 
     N, fac = spec["n"], spec["factorisation"]
@@ -55,7 +55,7 @@ def run_job(spec: dict) -> dict:
             # default points: Sobol' up to dimension 21201, the lattice above (methods/sov.py)
             method = SovTlr(factorisation=fac)
         else:
-            from harness.problem import Problem
+            from harness.model.problem import Problem
 
             X = np.random.default_rng(1).uniform(size=(N, 2))
             # all labels +1: R = K + I (built directly: no class reordering to apply)

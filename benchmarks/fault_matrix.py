@@ -73,8 +73,8 @@ budgets = [100000]
 HOG = '''\
 import numpy as np
 
-from harness.estimate import Estimate
-from harness.method import Method
+from harness.model.result import Estimate
+from harness.model.method import Method
 
 
 class Hog(Method):

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 
 T = TypeVar("T")
 

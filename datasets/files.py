@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import InputError
-from harness.kernels import make_kernel
-from harness.problem import Problem, Truth, describe_kernel
+from harness.core.errors import InputError
+from harness.core.kernels import make_kernel
+from harness.model.problem import Problem, Truth, describe_kernel
 
 FILE_OPTIONS = {"kernel", "alpha", "beta", "label", "order", "seed"}
 

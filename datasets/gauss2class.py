@@ -1,10 +1,10 @@
-"""RBF-kernel GPC on synthetic two-class Gaussian data in d dimensions (MATH.md §1, §10, §11).
+"""RBF-kernel GPC on synthetic two-class Gaussian data in d dimensions (docs/math.md §1, §10, §11).
 
 This is the issue's `gaussian2class` family (one family, `gauss2class`). Class -1 ~ N(0, I_d)
 and class +1 ~ N(m e_d, S), e_d the all-ones vector, half of the points in each class; the
 kernel is the papers' RBF, k(x, x') = beta * exp(-|x - x'|^2 / alpha). The generating model's
 Bayes posterior P(y = +1 | x*) = sigmoid(log N(x*; m e_d, S) - log N(x*; 0, I)) (equal priors)
-is attached to every test point, so the report shows MAE-POST (MATH.md §10); there is no exact
+is attached to every test point, so the report shows MAE-POST (docs/math.md §10); there is no exact
 GPC truth (methods are compared with each other, MAE-MED).
 
 Parameters: `mean` = m (default NaN: m = separation / sqrt(d), the original parameterisation,
@@ -18,7 +18,7 @@ versions.
 
 Presets gauss-p1 … gauss-p6 are the paper's Table 4 synthetic Problems 1–6 (alpha=5, beta=1;
 the sweep varies alpha/beta). RECONSTRUCTIONS (digits lost in the paper's text):
-Sigma1's off-diagonal 0.25 (MATH.md §11); P3's mean multiplier 0.5 ("0.? e"); P4's class +1
+Sigma1's off-diagonal 0.25 (docs/math.md §11); P3's mean multiplier 0.5 ("0.? e"); P4's class +1
 model, N(2 e, Sigma1) — the paper's symbols are lost entirely, this choice is ours.
 """
 
@@ -28,6 +28,8 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import multivariate_normal
 
+from harness.core.errors import InputError
+from harness.core.kernels import RBF
 from harness.datasets.checks import (
     MAX_FEATURES,
     MAX_POINTS,
@@ -36,10 +38,8 @@ from harness.datasets.checks import (
     check_seed,
     check_sizes,
 )
-from harness.errors import InputError
-from harness.family import ProblemFamily
-from harness.kernels import RBF
-from harness.problem import Problem
+from harness.model.family import ProblemFamily
+from harness.model.problem import Problem
 
 COVARIANCES = ("identity", "sigma1", "banded")
 

@@ -1,11 +1,11 @@
-"""Linear-kernel GPC on one feature with exact truth (MATH.md §3b, the paper's Tables 2–3).
+"""Linear-kernel GPC on one feature with exact truth (docs/math.md §3b, the paper's Tables 2–3).
 
 Two classes of 1-D Gaussian data: class -1 ~ N(mu_neg, sd_neg), class +1 ~ N(mu_pos, sd_pos),
 half of the points in each class. With K = scale * x x^T, f = sqrt(scale) x u, u ~ N(0, 1):
 Z = ∫ φ(u) ∏ Φ(sqrt(scale) y_i x_i u) du and J*_j = ∫ φ(u) Φ(sqrt(scale) x*_j u) ∏(...) du / Z.
 
 Presets linear1d-p1 … p4 are the paper's Problems 1–4. Digits of their class parameters were
-lost in the paper's text; P1, P3 and P4 use the reconstruction of MATH.md §11
+lost in the paper's text; P1, P3 and P4 use the reconstruction of docs/math.md §11
 (P1: mu=(0,1), sd=(0.5,0.5); P3: mu=(0,1.5), sd=(0.5,0.5); P4: mu=(0,1), sd=(1,0.5)).
 """
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.core.errors import InputError
+from harness.core.kernels import Linear
+from harness.core.oracles import one_factor_integral
 from harness.datasets.checks import check_seed, check_sizes, exact_truth
-from harness.errors import InputError
-from harness.family import ProblemFamily
-from harness.kernels import Linear
-from harness.oracles import one_factor_integral
-from harness.problem import Problem, Truth
+from harness.model.family import ProblemFamily
+from harness.model.problem import Problem, Truth
 
 
 def two_gaussians_1d(n: int, mu_neg, sd_neg, mu_pos, sd_pos, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -50,7 +50,7 @@ def linear1d(
     exact = exact_truth("linear1d", lambda: one_factor_integral(root * y_train * X_train[:, 0],
                                                                 root * X_test[:, 0]))
     truth = Truth(exact.log_integral, exact.test_probabilities, kind="exact",
-                  source=f"1-D Gauss–Legendre quadrature, {exact.nodes} nodes (MATH.md §3b)")
+                  source=f"1-D Gauss–Legendre quadrature, {exact.nodes} nodes (docs/math.md §3b)")
     params = {"n_train": n_train, "n_test": n_test, "mu_neg": mu_neg, "mu_pos": mu_pos,
               "sd_neg": sd_neg, "sd_pos": sd_pos, "scale": scale, "seed": seed, "order": order}
     return Problem.classification(

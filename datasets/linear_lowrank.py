@@ -1,10 +1,10 @@
-"""Linear-kernel GPC on d = 1..3 features with exact truth (MATH.md §3c; issue 10).
+"""Linear-kernel GPC on d = 1..3 features with exact truth (docs/math.md §3c; issue 10).
 
 Two classes of Gaussian data in d features, unit covariance, means ±(separation/2)·e/sqrt(d)
 (e the all-ones vector), half the points in each class; kernel K = beta X X^T (rank d).
 f = sqrt(beta) X u with u ~ N(0, I_d), so Z = ∫ φ_d(u) Π Φ(sqrt(beta) y_i x_i.u) du, a
 d-dimensional integral of a log-concave function: the Laplace-centred Gauss–Hermite oracle
-(harness.oracles.low_rank_integral) evaluates it and the test probabilities to ~1e-13.
+(harness.core.oracles.low_rank_integral) evaluates it and the test probabilities to ~1e-13.
 Harder than the one-feature family: larger beta makes the posterior of u narrower and the
 orthant covariance C(K + I)C more strongly correlated.
 """
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.core.errors import InputError
+from harness.core.kernels import Linear
+from harness.core.oracles import low_rank_integral
 from harness.datasets.checks import check_seed, check_sizes, exact_truth
-from harness.errors import InputError
-from harness.family import ProblemFamily
-from harness.kernels import Linear
-from harness.oracles import low_rank_integral
-from harness.problem import Problem, Truth
+from harness.model.family import ProblemFamily
+from harness.model.problem import Problem, Truth
 
 
 def two_gaussians(n: int, d: int, separation: float, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +56,7 @@ def linear_lowrank(
     exact = exact_truth("linear-lowrank", oracle)
     truth = Truth(exact.log_integral, exact.test_probabilities, kind="exact",
                   source=(f"Laplace-centred Gauss–Hermite, {exact.nodes}^{d} nodes, "
-                          f"error estimate {exact.error_estimate:.1e} (MATH.md §3c)"))
+                          f"error estimate {exact.error_estimate:.1e} (docs/math.md §3c)"))
     params = {"n_train": n_train, "n_test": n_test, "d": d, "beta": beta,
               "separation": separation, "seed": seed, "order": order}
     return Problem.classification(

@@ -1,8 +1,8 @@
-"""One-factor orthant problems with exact truth (MATH.md §3a, the paper's Table 1).
+"""One-factor orthant problems with exact truth (docs/math.md §3a, the paper's Table 1).
 
 R_ii = 1, R_ij = d_i d_j with d_i ~ U(dmin, dmax);
 P(v >= 0) = ∫ φ(u) ∏ Φ(d_i u / sqrt(1 - d_i^2)) du.
-The problem carries R as harness.covariance.OneFactorCovariance(d): O(N) memory at any N.
+The problem carries R as harness.core.covariance.OneFactorCovariance(d): O(N) memory at any N.
 The default range U(-0.99, 0.99) is the paper's; a range close to ±1 is much harder.
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.covariance import OneFactorCovariance
+from harness.core.covariance import OneFactorCovariance
+from harness.core.errors import InputError
+from harness.core.oracles import one_factor_integral
 from harness.datasets.checks import check_count, check_seed, exact_truth
-from harness.errors import InputError
-from harness.family import ProblemFamily
-from harness.oracles import one_factor_integral
-from harness.problem import Problem, Truth
+from harness.model.family import ProblemFamily
+from harness.model.problem import Problem, Truth
 
 
 def onefactor(
@@ -38,7 +38,7 @@ def onefactor(
         d *= rng.choice([-1.0, 1.0], size=n)
     exact = exact_truth("onefactor", lambda: one_factor_integral(d / np.sqrt(1.0 - d**2)))
     truth = Truth(exact.log_integral, None, kind="exact",
-                  source=f"1-D Gauss–Legendre quadrature, {exact.nodes} nodes (MATH.md §3a)")
+                  source=f"1-D Gauss–Legendre quadrature, {exact.nodes} nodes (docs/math.md §3a)")
     return Problem.orthant(
         name, OneFactorCovariance(d), truth=truth, family="onefactor",
         params={"n": n, "seed": seed, "dmin": dmin, "dmax": dmax, "random_signs": random_signs},

@@ -26,12 +26,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
+from harness.core.errors import InputError
+from harness.core.kernels import RBF
 from harness.datasets.checks import check_positive, check_sizes
 from harness.datasets.split import standardise, stratified_split
-from harness.errors import InputError
-from harness.family import ProblemFamily
-from harness.kernels import RBF
-from harness.problem import Problem
+from harness.model.family import ProblemFamily
+from harness.model.problem import Problem
 
 INSTALL = 'pip install "gpc-harness[data]"'
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 
 PRML_RANGE = (0.0, 0.7)   # the example's x range
 

@@ -7,7 +7,7 @@
     fig = harness.plot_time_error(table, "linear1d-p1", metric="mae")
 
 `harness.estimate` is also the module that holds `Estimate` (plugins import
-`from harness.estimate import Estimate`); calling it calls `estimate` here.
+`from harness.model.result import Estimate`); calling it calls `estimate` here.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import InputError
-from harness.method import Method, check_budget
-from harness.problem import Problem
+from harness.core.errors import InputError
+from harness.model.method import Method
+from harness.model.problem import Problem
 
 # fields a result answers None for when its run has none (no truth, no prediction, ...)
 OPTIONAL = ("log_marginal_likelihood", "log_marginal_likelihood_se", "test_probabilities",
@@ -63,7 +63,7 @@ class Result:
         return dict(self._record)
 
     def __repr__(self) -> str:
-        from harness.cli import format_record
+        from harness.execution.formatting import format_record
 
         return format_record(self._record)
 
@@ -73,7 +73,7 @@ def as_problem(problem: Any) -> Problem:
     if isinstance(problem, Problem):
         return problem
     if isinstance(problem, str | os.PathLike):
-        from harness.spec import make_problem
+        from harness.plugins.specs import make_problem
 
         return make_problem(os.fspath(problem))
     raise InputError("problem", f"must be a spec, a file path or a harness.Problem, got "
@@ -82,8 +82,8 @@ def as_problem(problem: Any) -> Problem:
 
 def as_method(method: Any, settings: dict[str, Any]) -> Method:
     """A Method instance from a name, `path.py:Class`, a Method subclass or an instance."""
-    from harness.method import contract_violations
-    from harness.plugin_file import resolve_method
+    from harness.model.method import contract_violations
+    from harness.plugins.method_files import resolve_method
 
     if isinstance(method, Method):
         if settings:
@@ -105,11 +105,6 @@ def as_method(method: Any, settings: dict[str, Any]) -> Method:
     return cls.from_settings(settings)
 
 
-def run_key(problem: Problem, method: Method, budget: int, seed: int) -> dict[str, Any]:
-    """The key of a single run's random stream (`run` and `estimate` share it)."""
-    return {"problem": problem.name, "method": method.label(), "budget": budget, "seed": seed}
-
-
 def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0,
              memory_limit: int | str | None = None, **settings: Any) -> Result:
     """Run `method` on `problem` at `budget` and compare with the truth, like `run --json`.
@@ -117,32 +112,25 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     problem: a spec ("linear1d-p1", "onefactor:n=50"), a .npz/.csv path or a harness.Problem;
     method: a registered name, "path/to/file.py:ClassName", a harness.Method subclass or an
     instance; settings: the method's settings (`--set key=value`). The same seed gives the
-    same numbers as `python -m harness run ... --seed`. Bad input raises harness.InputError;
-    so does a job whose estimated peak memory (harness.footprint) exceeds `memory_limit`
-    ("8GB", or bytes; default: the memory available), before it runs, like `run`.
+    same numbers as `python -m harness run ... --seed` (both run
+    harness.execution.single.run_single). Bad input raises harness.InputError; so does a job
+    whose estimated peak memory (harness.model.footprint) exceeds `memory_limit` ("8GB", or
+    bytes; default: the memory available), before it runs, like `run`.
     """
-    from harness.cli import parse_int
-    from harness.footprint import memory_limit as footprint_limit
-    from harness.footprint import refuse_too_large
-    from harness.runner import point_truth, run_one
-    from harness.seeding import MAX_SEED, rng_for
+    from harness.execution.single import run_numbers, run_single
+    from harness.model.footprint import memory_limit as footprint_limit
 
-    budget = check_budget("budget", parse_int("budget", str(budget)))
-    seed = parse_int("seed", str(seed), minimum=0, maximum=MAX_SEED)
+    budget, seed = run_numbers(budget, seed)
     the_method = as_method(method, settings)
     the_problem = as_problem(problem)
-    refuse_too_large(f"{the_method.label()} on {the_problem.name}", the_problem.summary(),
-                     the_method, budget, *footprint_limit(memory_limit, "memory_limit"))
-    record = run_one(the_problem, the_method, budget,
-                     rng_for(run_key(the_problem, the_method, budget, seed)), seed=seed)
-    record.update(point_truth(the_problem, record))
-    return Result(record)
+    return Result(run_single(the_problem, the_method, budget, seed,
+                             *footprint_limit(memory_limit, "memory_limit")))
 
 
 def load_results(store: str | os.PathLike):
-    """A results store as a pandas DataFrame, one row per job (harness.results' columns:
+    """A results store as a pandas DataFrame, one row per job (harness.analysis.results' columns:
     the record's fields and the report's errors against truth, posterior or consensus)."""
-    from harness.results import load_table
+    from harness.analysis.results import load_table
 
     return load_table(store)
 

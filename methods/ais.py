@@ -1,4 +1,5 @@
-"""Annealed importance sampling and the posterior chain, shared by `ess` and `hmc` (MATH.md §9).
+"""Annealed importance sampling and the posterior chain, shared by `ess` and `hmc` (docs/math.md
+§9).
 
 Both samplers run, as the GPML toolbox's `infMCMC` (v4.2) does, one posterior chain and
 `ais_runs` independent AIS runs, with the same transition kernel (elliptical slice or HMC)
@@ -48,11 +49,10 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from harness.deadline import check_deadline
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.footprint import MemoryEstimate, dense
-from harness.latent import (
+from harness.core.deadline import check_deadline
+from harness.core.errors import InputError
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.latent import (
     LatentPrior,
     SingularPrior,
     latent_prior,
@@ -61,8 +61,10 @@ from harness.latent import (
     predict_from_means,
     prepare_latent_prior,
 )
-from harness.method import Method, check_work
-from harness.problem import Problem
+from harness.model.method import Method
+from harness.model.problem import Problem
+from harness.model.result import Estimate
+from harness.model.settings import check_work
 
 
 def temperature_schedule(n_temperatures: int) -> np.ndarray:

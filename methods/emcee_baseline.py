@@ -1,4 +1,4 @@
-"""emcee's affine-invariant ensemble sampler on the whitened latent, "emcee" (MATH.md §9).
+"""emcee's affine-invariant ensemble sampler on the whitened latent, "emcee" (docs/math.md §9).
 
 A generic baseline (what a user of emcee would try first): the target is the posterior of the
 whitened latent u, f = L u, K_j = K + jitter = L Lᵀ,
@@ -28,18 +28,19 @@ import emcee
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from harness.deadline import check_deadline
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.footprint import MemoryEstimate, dense
-from harness.latent import (
+from harness.core.deadline import check_deadline
+from harness.core.errors import InputError
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.latent import (
     SingularPrior,
     latent_prior,
     latent_prior_memory,
     prepare_latent_prior,
 )
-from harness.method import Method, check_work
-from harness.problem import Problem
+from harness.model.method import Method
+from harness.model.problem import Problem
+from harness.model.result import Estimate
+from harness.model.settings import check_work
 
 TRACKED_TEST_POINTS = 3
 

@@ -28,13 +28,13 @@ import numpy as np
 import scipy.linalg
 from scipy.special import log_ndtr, ndtr
 
-from harness.deadline import check_deadline
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.footprint import MemoryEstimate, dense
-from harness.latent import LOG_SQRT_2PI
-from harness.method import Method
-from harness.problem import Problem
+from harness.core.deadline import check_deadline
+from harness.core.errors import InputError
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.latent import LOG_SQRT_2PI
+from harness.model.method import Method
+from harness.model.problem import Problem
+from harness.model.result import Estimate
 
 
 def probit_moments(y, mu, var):

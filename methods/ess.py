@@ -1,4 +1,4 @@
-"""Elliptical slice sampling with annealed importance sampling, "ess" (MATH.md §9).
+"""Elliptical slice sampling with annealed importance sampling, "ess" (docs/math.md §9).
 
 One transition (Murray, Adams & MacKay 2010) on p_τ(f) ∝ N(f; 0, K_j) exp(τ ℓ(f)):
 
@@ -9,12 +9,12 @@ One transition (Murray, Adams & MacKay 2010) on p_τ(f) ∝ N(f; 0, K_j) exp(τ 
 It leaves p_τ invariant for every τ ∈ [0, 1] (at τ = 0 the first proposal is always taken),
 so it serves both the posterior chain (τ = 1) and the AIS runs (methods/ais.py describes the
 schedule, the budget and the log Z estimate). Predictions average Φ(μ*(f_s)/sqrt(1 + σ*²))
-over the kept samples (harness/latent.py).
+over the kept samples (harness/model/latent.py).
 
 Implementation: the chains live in signed coordinates g = y ⊙ f (ℓ = Σ log Φ(g_i)); the prior
 draws of a whole block of `skip` transitions for every chain come from one GEMM with the
 cached Cholesky factor of K_j, and the slice loop is compiled (numba), chain after chain, with
-log Φ from harness.latent.log_ndtr. A rejected proposal stops evaluating ℓ as soon as its
+log Φ from harness.model.latent.log_ndtr. A rejected proposal stops evaluating ℓ as soon as its
 partial sum is below the level (every log Φ term is negative), which saves about a third of
 the likelihood evaluations.
 
@@ -31,9 +31,9 @@ import math
 import numpy as np
 from numba import njit
 
-from harness.latent import GPML_JITTER, LatentPrior, log_ndtr
 from harness.methods.ais import AnnealedSampler, Kernel
-from harness.problem import Problem
+from harness.model.latent import GPML_JITTER, LatentPrior, log_ndtr
+from harness.model.problem import Problem
 
 TWO_PI = 2.0 * math.pi
 

@@ -1,4 +1,4 @@
-"""Hamiltonian Monte Carlo with annealed importance sampling, "hmc" (MATH.md §9).
+"""Hamiltonian Monte Carlo with annealed importance sampling, "hmc" (docs/math.md §9).
 
 Target p_τ(f) ∝ N(f; 0, K_j) exp(τ ℓ(f)) in whitened coordinates f = L u (K_j = L Lᵀ):
 
@@ -10,7 +10,8 @@ The leapfrog is run in latent coordinates: with r = L p it reads
   r ← r − ε/2 (f − τ K_j d(f)),  f ← f + ε r,  r ← r − ε/2 (f − τ K_j d(f)),
 so each step costs one product with K_j (batched over the chains as one GEMM) instead of two
 with L and Lᵀ; u = L⁻¹ f and p = L⁻¹ r come from two triangular solves per trajectory, for
-H. (Chains live in signed coordinates g = y ⊙ f with C K_j C, as everywhere in harness.latent.)
+H. (Chains live in signed coordinates g = y ⊙ f with C K_j C, as everywhere in
+harness.model.latent.)
 
 Step size (default): adapted on the posterior chain during its burn-in by dual averaging
 (Hoffman & Gelman 2014) towards `target_accept`, then frozen: ε₁. The AIS runs need a step
@@ -36,11 +37,11 @@ import numpy as np
 from numba import njit
 from scipy.special import log_ndtr as sp_log_ndtr
 
-from harness.errors import InputError
-from harness.footprint import MemoryEstimate, dense
-from harness.latent import GPML_JITTER, LatentPrior, inv_mills, log_ndtr
+from harness.core.errors import InputError
 from harness.methods.ais import AnnealedSampler, Kernel
-from harness.problem import Problem
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.latent import GPML_JITTER, LatentPrior, inv_mills, log_ndtr
+from harness.model.problem import Problem
 
 
 @njit(cache=True, nogil=True)

@@ -1,7 +1,7 @@
-"""Minimax exponential tilting (Botev 2017; MATH.md §7), "minimax-tilting".
+"""Minimax exponential tilting (Botev 2017; docs/math.md §7), "minimax-tilting".
 
 Importance sampling for Z = P(v >= 0), v = L z ~ N(0, R), with the SOV walk's proposal
-shifted: at variable j (t_j = c_j / L_jj from the shared Cholesky walk, harness.sequential)
+shifted: at variable j (t_j = c_j / L_jj from the shared Cholesky walk, harness.core.sequential)
 
     z_j ~ N(μ_j, 1) truncated to z_j >= -t_j,
     log weight += log Φ(t_j + μ_j) + μ_j^2 / 2 - μ_j z_j,
@@ -13,7 +13,7 @@ system ∇ψ(x, μ) = 0 of ψ(x; μ) = Σ_j [μ_j^2/2 - x_j μ_j + log Φ(L̃_j 
     -μ + L̃ᵀ P = 0,   μ - x + P = 0,   P = φ(L̃ x + μ) / Φ(L̃ x + μ)
 
 (inverse Mills ratio in log space), solved by damped Newton steps with Botev's analytic
-Jacobian (harness.saddle_point: δμ is eliminated and the remaining SPD system is solved by
+Jacobian (harness.core.saddle_point: δμ is eliminated and the remaining SPD system is solved by
 conjugate gradients using only products with the factor, O(N²) each). The estimator then has
 bounded, often vanishing, relative error as the probability gets small. The set-up (reordering
 and factor O(N³), saddle point ~ O(N²) per Newton step) is done once per problem in `prepare`
@@ -24,7 +24,7 @@ Everything after the step — randomised QMC points (Sobol', lattice or random) 
 randomisations with the standard error of log Ẑ from their spread, the shared-sample ratio
 estimator of the test probabilities, ESS diagnostics — is SOV's: MinimaxTilting subclasses
 Sov and only replaces the step (and the default ordering: Botev reorders by the univariate
-rule, harness.reorder).
+rule, harness.core.reorder).
 """
 
 from __future__ import annotations
@@ -33,17 +33,17 @@ import time
 
 import numpy as np
 
-from harness.footprint import MemoryEstimate
+from harness.core.saddle_point import solve_saddle_point
+from harness.core.truncnorm import draw_above
 from harness.methods.sov import Factor, SetupFailed, Sov, SovStep
-from harness.problem import Problem
-from harness.reliability import (
+from harness.model.footprint import MemoryEstimate
+from harness.model.ordered import cached, ordered_problem
+from harness.model.problem import Problem
+from harness.model.reliability import (
     degenerate_weights,
     unconverged_saddle_point,
     unreliable_reason,
 )
-from harness.reorder import cached, ordered_problem
-from harness.saddle_point import solve_saddle_point
-from harness.truncnorm import draw_above
 
 
 class TiltStep(SovStep):
@@ -99,7 +99,7 @@ class MinimaxTilting(Sov):
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """SOV's (the reordered factor and the reordering's Schur complement included), plus
         the saddle point's work: Newton steps by conjugate gradients with products by the
-        factor (harness.saddle_point) need a few dozen vectors of length N, no N x N matrix."""
+        factor (harness.core.saddle_point) need a few dozen vectors of length N, no N x N matrix."""
         est = super().memory_estimate(n_train, n_test, budget)
         setup = {**est.setup, "saddle-point vectors": 64 * 8 * n_train}
         return MemoryEstimate(est.held, est.work, setup)
@@ -118,6 +118,6 @@ class MinimaxTilting(Sov):
         return fac, {**setup, **info, "mu_max_abs": float(np.max(np.abs(self._mu)))}
 
     def unreliable_reason(self, diagnostics: dict, budget: int) -> str:
-        """SOV's rules, and shifts far from the saddle point (harness.reliability)."""
+        """SOV's rules, and shifts far from the saddle point (harness.model.reliability)."""
         return unreliable_reason(unconverged_saddle_point(diagnostics)
                                  + degenerate_weights(diagnostics, budget))

@@ -1,4 +1,4 @@
-"""Rejection–bootstrap orthant sampler, "GPC-MC" (Atiya et al. §5; MATH.md §4–5).
+"""Rejection–bootstrap orthant sampler, "GPC-MC" (Atiya et al. §5; docs/math.md §4–5).
 
 For i = 1..N, with M particles:
   1. draw v_i(m) ~ N(c_i(m), L_ii^2) for every particle (c_i from the Cholesky walk);
@@ -32,14 +32,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
 
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.footprint import MemoryEstimate, dense
-from harness.method import Method, split_evenly
-from harness.partdata import plain
-from harness.problem import Problem
-from harness.rowops import warm_up
-from harness.sequential import CholeskyWalk, Resample
+from harness.core.errors import InputError
+from harness.core.partdata import plain
+from harness.core.rowops import warm_up
+from harness.core.sequential import CholeskyWalk, Resample
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.method import Method, split_evenly
+from harness.model.problem import Problem
+from harness.model.result import Estimate
 
 COUNTS = ("hard", "soft")
 
@@ -102,7 +102,7 @@ class _BootstrapStep:
 
 
 class RejectionBootstrap(Method):
-    """Rejection–bootstrap sampler with hard or soft counts (Atiya et al., MATH.md §5)."""
+    """Rejection–bootstrap sampler with hard or soft counts (Atiya et al., docs/math.md §5)."""
 
     name = "rejection-bootstrap"
     summary = "rejection–bootstrap particle sampler (Atiya et al.), hard or soft count"
@@ -155,7 +155,7 @@ class RejectionBootstrap(Method):
     def split_budget(self, budget: int, parts: int) -> list[int]:
         """Near-equal particle counts, one per part (at most `budget` parts). Each part is
         this method's estimate at its budget: independent particle-filter runs over its
-        memory chunks, recombined exactly with every other part's (MATH.md §5). The hard
+        memory chunks, recombined exactly with every other part's (docs/math.md §5). The hard
         count's Ẑ stays unbiased; the soft count's O(1/M) bias is that of the chunk size M,
         which can be smaller than in one estimate at the whole budget."""
         return split_evenly(budget, parts)
@@ -174,7 +174,7 @@ class RejectionBootstrap(Method):
     def _combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
         """Ẑ = Σ_c (M_c / M) Ẑ_c over the chunks of every part (dead chunks: Ẑ_c = 0), test
         probabilities the Ẑ-share-weighted mean of the chunks' J*_c, and the binomial
-        variance (A.44) of each chunk combined with the squared shares (MATH.md §5)."""
+        variance (A.44) of each chunk combined with the squared shares (docs/math.md §5)."""
         if not all(isinstance(p.get("chunks"), list) and p["chunks"] for p in parts):
             raise ValueError(f"not {self.name} parts (each holds a list of chunk results)")
         every = [c for p in parts for c in p["chunks"]]

@@ -1,4 +1,4 @@
-"""SciPy's multivariate normal CDF as a peer estimator of log Z (MATH.md §2, §6).
+"""SciPy's multivariate normal CDF as a peer estimator of log Z (docs/math.md §2, §6).
 
 Z = P(v >= 0) with v ~ N(0, R) equals P(v <= 0) (v and -v have the same law), which is
 `scipy.stats.multivariate_normal.cdf(zeros, cov=R, maxpts=budget, abseps=...)`: Genz's
@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.footprint import MemoryEstimate, dense
-from harness.method import Method
-from harness.problem import Problem
+from harness.core.errors import InputError
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.method import Method
+from harness.model.problem import Problem
+from harness.model.result import Estimate
 
 try:  # the call multivariate_normal.cdf makes, keeping the error estimate it discards
     from scipy.stats._qmvnt import _qauto, _qmvn

@@ -1,6 +1,6 @@
-"""Sequential importance resampling, "GHK with resampling" (MATH.md §5 last point, §6).
+"""Sequential importance resampling, "GHK with resampling" (docs/math.md §5 last point, §6).
 
-The SOV proposal walked particle by particle (harness.sequential): at variable j every
+The SOV proposal walked particle by particle (harness.core.sequential): at variable j every
 particle draws z_j from N(0, 1) truncated to z_j >= -t_j and multiplies its weight by
 Φ(t_j) (methods.sov.SovStep, reused unchanged). When the effective sample size of a
 population's weights, (Σ W)^2 / Σ W^2, falls below `ess_threshold` times its size, the
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.errors import InputError
+from harness.core.errors import InputError
+from harness.core.sequential import Resample
 from harness.methods.sov import Sov, SovStep
-from harness.sequential import Resample
 
 RESAMPLINGS = ("systematic", "multinomial")
 

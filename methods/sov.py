@@ -1,4 +1,4 @@
-"""Genz separation of variables with randomised QMC and the ratio estimator (MATH.md §4, §6).
+"""Genz separation of variables with randomised QMC and the ratio estimator (docs/math.md §4, §6).
 
 With R = L L^T and v = L z, the orthant probability Z = P(v >= 0) is an integral over the unit
 cube: for a point w in [0, 1)^N walk the variables in order (Cao–Durante–Genton §2.1, Genz 1992)
@@ -13,11 +13,11 @@ log_ndtr(t_i)), so no probability is ever formed by subtraction and nothing unde
 N = 2000 (log Z ~ -1000 is fine). log Ẑ = log-mean-exp of the log weights.
 
 Points: scrambled Sobol' (default), a randomly shifted Richtmyer lattice, or pseudo-random
-uniforms (harness.qmc), in K independent randomisations; the spread of the K per-randomisation
+uniforms (harness.core.qmc), in K independent randomisations; the spread of the K per-randomisation
 estimates of Z gives the standard error of log Ẑ (delta method).
 
 Reordering: optionally the training variables are reordered by the univariate rule of
-Gibson–Glasbey–Elston / Trinh–Genz while factorising (harness.reorder, O(N^3) once per problem,
+Gibson–Glasbey–Elston / Trinh–Genz while factorising (harness.core.reorder, O(N^3) once per problem,
 done in `prepare`); the test variables stay last. It is off by default because on these GP
 orthants it was measured to RAISE the variance, at 1e4 Sobol' points: linear1d-p3 weight ESS
 29 % -> 0.04 % and se(log Ẑ) 0.009 -> 0.55; RBF (N = 500, alpha = 5) ESS 0.24 % -> 0.02 %;
@@ -63,7 +63,7 @@ sd of the per-randomisation log Ẑ_k / sqrt(K_eff)), K_eff the effective number
 mean se went from 2.0-2.8 to 0.9-1.3. No se covers the low bias of a degenerate run: treat such
 estimates as lower-biased. A run whose weights have collapsed onto about one point (ESS < 1.1),
 or whose randomisations onto one (> 99 % of Ẑ), from 100 points on, is returned with status
-`unreliable` and the reason, its numbers kept (Sov.unreliable_reason, harness.reliability: the
+`unreliable` and the reason, its numbers kept (Sov.unreliable_reason, harness.model.reliability: the
 thresholds and the measurements behind them; issue 17: ESS = 1.000 and log Ẑ = -1e11 on a
 correlation matrix of condition 1e15).
 """
@@ -76,21 +76,29 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
-from harness.deadline import check_deadline
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.footprint import MemoryEstimate, dense
-from harness.method import Method, split_evenly
-from harness.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
-from harness.problem import Problem
-from harness.qmc import DEGENERATE_SHARE, KINDS, SOBOL_MAX_DIM, PointSet, batch_error, split_budget
-from harness.reliability import degenerate_weights, unreliable_reason
-from harness.reorder import REORDERINGS, ordered_problem
-from harness.sequential import CholeskyWalk, WalkResult, default_block_size
-from harness.truncnorm import draw_above
+from harness.core.deadline import check_deadline
+from harness.core.errors import InputError
+from harness.core.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
+from harness.core.qmc import (
+    DEGENERATE_SHARE,
+    KINDS,
+    SOBOL_MAX_DIM,
+    PointSet,
+    batch_error,
+    split_budget,
+)
+from harness.core.reorder import REORDERINGS
+from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
+from harness.core.truncnorm import draw_above
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.method import Method, split_evenly
+from harness.model.ordered import ordered_problem
+from harness.model.problem import Problem
+from harness.model.reliability import degenerate_weights, unreliable_reason
+from harness.model.result import Estimate
 
 _TEST_ELEMENTS = 1 << 22   # test-variable block size (particles x test points) in memory
-# Bytes per particle and variable at the peak of a chunk (harness.footprint): generating the
+# Bytes per particle and variable at the peak of a chunk (harness.model.footprint): generating the
 # Sobol' points holds scipy's (n, N) float draws, their 2^30-scaled copy and the uint32 digits
 # beside the (N, n) output (8 + 8 + 8 + 4 = 28); the walk holds E, the history Z and the
 # block products' working copy of the history slice (measured with tracemalloc at N = 2000:
@@ -151,7 +159,7 @@ class SovRun:
 
 @dataclass(frozen=True)
 class SovSums:
-    """Sufficient statistics of K independent SOV randomisations (MATH.md §6): everything the
+    """Sufficient statistics of K independent SOV randomisations (docs/math.md §6): everything the
     estimate is built from, so randomisations run apart (parts of a split estimate) combine
     exactly by concatenation (`concat`). Log-sums are -inf when a sum is zero."""
 
@@ -163,7 +171,7 @@ class SovSums:
     chunks: int                  # memory chunks the points were walked in
 
     def to_json(self) -> dict:
-        """Plain JSON-safe data (harness.partdata: -inf log-sums as None)."""
+        """Plain JSON-safe data (harness.core.partdata: -inf log-sums as None)."""
         return {"sizes": [int(m) for m in self.sizes], "log_sum_w": encode_logs(self.log_w),
                 "log_sum_w_test": encode_logs(self.log_wf), "log_sum_w2": encode_log(self.log_w2),
                 "max_log_w": encode_log(self.max_log_w), "chunks": int(self.chunks)}
@@ -189,7 +197,7 @@ class SovSums:
 
 
 def sov_run(sums: SovSums) -> SovRun:
-    """The SOV estimate from its sufficient statistics (MATH.md §6): Ẑ pooled over the
+    """The SOV estimate from its sufficient statistics (docs/math.md §6): Ẑ pooled over the
     randomisations (qmc.batch_error), J* = Σ W Φ(c*/s) / Σ W with the same samples, their
     standard errors from the spread of the randomisations (linearised ratio)."""
     sizes, lse, num = sums.sizes, sums.log_w, sums.log_wf
@@ -218,7 +226,7 @@ class SetupFailed(Exception):
 
 
 class Sov(Method):
-    """Genz separation of variables with randomised QMC (MATH.md §6); module doc for details."""
+    """Genz separation of variables with randomised QMC (docs/math.md §6); see the module doc."""
 
     name = "sov"
     summary = ("Genz separation of variables, randomised QMC (Sobol'/lattice), univariate "
@@ -272,7 +280,7 @@ class Sov(Method):
     def prepare(self, problem: Problem) -> None:
         self.factor(problem)   # the (cached) reordering and factor, outside the timed region
 
-    # ---- memory (harness.footprint) -------------------------------------------------------
+    # ---- memory (harness.model.footprint) -------------------------------------------------------
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """Dense R, L and test rows (plus a reordered copy of both); chunked particles."""
         held = {"dense R": dense(n_train), "dense factor L": dense(n_train),
@@ -379,7 +387,7 @@ class Sov(Method):
         """A part is a set of `randomisations` whole randomisations: each part runs this
         method's estimate at its budget (K = `randomisations` independent randomisations of
         near-equal size), and the combined estimate pools the P x K randomisations of all
-        parts (MATH.md §6: Ẑ weighted by size, ratio estimator's sums added, standard errors
+        parts (docs/math.md §6: Ẑ weighted by size, ratio estimator's sums added, standard errors
         from the spread of all P x K). The part budgets are cut so that all P x K
         randomisations have the same size up to one point, as one estimate at `budget` with
         P x K randomisations would. At most budget // K parts.
@@ -459,5 +467,5 @@ class Sov(Method):
 
     def unreliable_reason(self, diagnostics: dict, budget: int) -> str:
         """Why the run's own diagnostics call the estimate degenerate ('' if they do not):
-        the weights or one randomisation hold the whole estimate (harness.reliability)."""
+        the weights or one randomisation hold the whole estimate (harness.model.reliability)."""
         return unreliable_reason(degenerate_weights(diagnostics, budget))

@@ -1,4 +1,4 @@
-"""Tile-low-rank separation of variables (Cao, Genton, Keyes & Turkiyyah 2021; MATH.md §6).
+"""Tile-low-rank separation of variables (Cao, Genton, Keyes & Turkiyyah 2021; docs/math.md §6).
 
 The same estimator as `sov` (harness.methods.sov: log-space weights, randomised QMC, ratio
 estimator), walking a tile-low-rank representation of the Cholesky factor instead of the dense
@@ -19,14 +19,14 @@ k = O(1), against N^2 for the dense walk. This is the shared CholeskyWalk with i
 (block means, diagonal block, block done) overridden; SOV never resamples, so the walk refuses a
 step that does.
 
-Ordering (harness.reorder): as given ('none'); 'kdtree', the training inputs in k-d tree order so
-that every tile is spatially compact (the geometric ordering tile-low-rank methods need: on 2-D
+Ordering (harness.core.reorder): as given ('none'); 'kdtree', the training inputs in k-d tree order
+so that every tile is spatially compact (the geometric ordering tile-low-rank methods need: on 2-D
 RBF problems it cuts the mean tile rank at N = 4000, b = 63, tolerance 1e-8 from ~50-62 to
 ~13-15; classification problems only); or 'block', the block reordering of Cao et al. 2021
 (tiles placed by smallest crude probability, univariate order inside each tile).
 
 Factorisation (setting `factorisation`): 'tlr' builds the factor with the tile-low-rank
-Cholesky of harness.tlr straight from the problem's covariance representation (problem.cov),
+Cholesky of harness.core.tlr straight from the problem's covariance representation (problem.cov),
 never an N x N array: O(N^{5/2} k) flops, O(N b) work space plus the factor, O(k N^{3/2});
 the block reordering happens inside it. 'dense' computes the dense factor (LAPACK, or the
 reordering's blocked Cholesky, N^3/3 flops, 8 N^2 bytes) and compresses it tile by tile.
@@ -34,28 +34,29 @@ reordering's blocked Cholesky, N^3/3 flops, 8 N^2 bytes) and compresses it tile 
 at small N are those of the dense path, and from N ~ 2000 the tlr set-up is already cheaper
 (one-factor N = 4096: see benchmarks/bench_tlr.py). The tolerance has the same meaning in
 both (per tile, tolerance * sqrt(max R_ii) from cov.diag()); the tlr factor's tiles are within
-that of the exact factor of a perturbed covariance (harness.tlr), not of the exact factor.
+that of the exact factor of a perturbed covariance (harness.core.tlr), not of the exact factor.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from harness.errors import InputError
-from harness.footprint import MemoryEstimate, dense
-from harness.methods.sov import Factor, Sov
-from harness.problem import Problem
-from harness.reorder import cached, check_inputs, kdtree_order, ordered_problem
-from harness.sequential import CholeskyWalk, WalkResult
-from harness.tlr import (
+from harness.core.errors import InputError
+from harness.core.reorder import kdtree_order
+from harness.core.sequential import CholeskyWalk, WalkResult
+from harness.core.tlr import (
     TLR_REORDERINGS,
     TileLowRankFactor,
     build_tile_low_rank,
     default_tile,
     tlr_cholesky,
 )
+from harness.methods.sov import Factor, Sov
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.ordered import cached, check_inputs, ordered_problem
+from harness.model.problem import Problem
 
-# Off-diagonal tile rank assumed by the memory estimate (harness.footprint) before the factor
+# Off-diagonal tile rank assumed by the memory estimate (harness.model.footprint) before the factor
 # exists: one-factor covariances have rank 1; 2-D RBF problems at tolerance 1e-8 measured mean
 # ranks 13-15 in k-d tree order and 50-62 as given (N = 4000, b = 63). Capped at the tile size,
 # and the full tile size when tolerance = 0.
@@ -191,7 +192,7 @@ class SovTlr(Sov):
         """The compressed factor at an assumed rank (ASSUMED_RANK) and SOV's chunked particles
         with the projection buffer H (8 bytes per particle and column); on the dense path also
         dense R and L (factorised densely, then compressed); on the tile-low-rank path the
-        factorisation's work space instead (panels of N x b, harness.tlr)."""
+        factorisation's work space instead (panels of N x b, harness.core.tlr)."""
         tile = min(self.tile_size or default_tile(n_train), n_train)
         rank = tile if self.tolerance == 0 else min(tile, ASSUMED_RANK)
         factor, h_cols = tlr_memory(n_train, n_test, tile, rank)

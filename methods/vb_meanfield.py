@@ -1,5 +1,5 @@
 """Mean-field variational approximation of the truncated-normal posterior, "vb-meanfield"
-(Cao–Durante–Genton §2.2 after Fasano et al. 2022; MATH.md §8).
+(Cao–Durante–Genton §2.2 after Fasano et al. 2022; docs/math.md §8).
 
 An APPROXIMATION (exact = False). In orthant form u = C z (C = diag(y)), the augmented
 posterior is u ~ N(0, R), R = C (K + I) C, truncated to u >= 0, and Z = P(u >= 0). With
@@ -13,10 +13,10 @@ ELBO, a LOWER BOUND on log Z, is reported as the log Z estimate:
 
     ELBO = -N/2 log 2π - ½ log|R| - ½ (E uᵀ Λ E u + Σ Λ_ii Var u_i) + Σ H(q_i).
 
-Predictions use the Ω^{-1}-free form of MATH.md §8: k*ᵀ(I + K)^{-1} z = Bᵀ Λ u and
+Predictions use the Ω^{-1}-free form of docs/math.md §8: k*ᵀ(I + K)^{-1} z = Bᵀ Λ u and
 1 + k** - k*ᵀ(I + K)^{-1} k* = s*^2 (the test variable's Cholesky pivot), so
 J* ≈ (1/R) Σ_r Φ(Bᵀ Λ u^(r) / s*) over `budget` draws u^(r) ~ q (independent univariate
-truncated normals, harness.truncnorm). The O(N^3) Λ is built once per problem in `prepare`.
+truncated normals, harness.core.truncnorm). The O(N^3) Λ is built once per problem in `prepare`.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ import numpy as np
 import scipy.linalg
 from scipy.special import log_ndtr, ndtr
 
-from harness.deadline import check_deadline
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.footprint import MemoryEstimate, dense
-from harness.method import Method
-from harness.problem import Problem
-from harness.reorder import cached
-from harness.truncnorm import draw_above, inverse_mills
+from harness.core.deadline import check_deadline
+from harness.core.errors import InputError
+from harness.core.truncnorm import draw_above, inverse_mills
+from harness.model.footprint import MemoryEstimate, dense
+from harness.model.method import Method
+from harness.model.ordered import cached
+from harness.model.problem import Problem
+from harness.model.result import Estimate
 
 _LOG_2PI_E = math.log(2.0 * math.pi) + 1.0
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)

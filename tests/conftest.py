@@ -54,7 +54,7 @@ def tiny_store(tmp_path_factory):
     return store
 
 
-MY_SOV = '''"""A method plugin in a file (harness.plugin_file)."""
+MY_SOV = '''"""A method plugin in a file (harness.plugins.method_files)."""
 from harness.methods.sov import Sov
 
 

@@ -27,7 +27,7 @@ def test_every_package_folder_is_listed_and_mapped_into_harness():
 
 def test_builtin_plugins_are_entry_points():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    from harness import registry
+    from harness.plugins import registry
 
     assert set(registry._BUILTIN_METHODS) == set(meta["gpc_harness.methods"])
     assert set(registry._BUILTIN_PROBLEMS) == set(meta["gpc_harness.problems"])

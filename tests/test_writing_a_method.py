@@ -1,7 +1,7 @@
 """docs/writing-a-method.md: its example method passes the generic checks, its debugging
 example prints what it says, its tables cover every class attribute and check; and a plugin
 package outside the repository, in a fresh virtual environment with the harness installed from
-this checkout, runs harness.testing.check_method from its own tests and `python -m harness
+this checkout, runs harness.plugins.checks.check_method from its own tests and `python -m harness
 check` (passing, and failing with a readable report when biased)."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.method import Method
-from harness.runner import run_method
-from harness.spec import make_problem
-from harness.testing import CHECKS, check_method
+from harness.execution.timed import run_method
+from harness.model.method import Method
+from harness.plugins.checks import CHECKS, check_method
+from harness.plugins.specs import make_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "writing-a-method.md").read_text()
@@ -91,7 +91,7 @@ prior-is = "prior_is:PriorIS"
 biased-prior-is = "biased_prior_is:PriorIS"
 """
 PLUGIN_TEST = """
-from harness.testing import check_method
+from harness.plugins.checks import check_method
 from {module} import PriorIS
 
 

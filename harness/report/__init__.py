@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-DEFAULT_STORE = "results/quick.sqlite"   # the default sweep's store (sweeps: results/<name>.sqlite)
 DEFAULT_REPORTS = "reports"              # reports go to reports/<store name> by default
 
 
@@ -29,4 +28,4 @@ def build_report(store_path: str | Path, out_dir: str | Path | None = None,
                   **options)
 
 
-__all__ = ["DEFAULT_STORE", "build_report", "default_out_dir"]
+__all__ = ["build_report", "default_out_dir"]

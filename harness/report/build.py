@@ -7,12 +7,13 @@ from pathlib import Path
 
 import matplotlib
 
-from harness.problem import describe_kernel
+from harness.analysis.aggregate import ANSWERED, OK, UNRELIABLE, ReportData, load
+from harness.analysis.results import job_rows, write_csv
+from harness.model.problem import describe_kernel
 from harness.report import figures as figs
-from harness.report import html, pdf, reproduction, scaling, tables, tuning
-from harness.report.aggregate import ANSWERED, OK, UNRELIABLE, ReportData, load
-from harness.report.style import Palette, fmt
-from harness.results import job_rows, write_csv
+from harness.report import html, pdf, reproduction, scaling_section, tables, tuning, tuning_section
+from harness.report.palette import palette_for
+from harness.report.style import fmt
 
 HTML_NAME = "report.html"
 PDF_NAME = "report.pdf"
@@ -101,7 +102,7 @@ def _notes(data: ReportData) -> list[str]:
 
 
 def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
-    import harness
+    from harness.core.version import __version__
 
     palette = data.palette
     meta = data.metadata
@@ -134,7 +135,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
     return {
         "title": "GPC benchmark report" + (f": {sweep_name}" if sweep_name else ""),
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "store_path": data.store_path, "version": harness.__version__,
+        "store_path": data.store_path, "version": __version__,
         "problems": problems, "n_methods": len(data.methods), "n_jobs": n_jobs, "n_ok": n_ok,
         "n_bad": n_jobs - n_ok - n_unreliable, "n_unreliable": n_unreliable,
         "bad_breakdown": ", ".join(f"{v} {k}" for k, v in bad.items()),
@@ -150,8 +151,8 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         "status_table": tables.status_table(data),
         "environment": tables.environment_rows(meta),
         "sweep_files": sweep_files(meta),
-        "scale": [],                                           # scaling.context fills it
-        "tuning": [], "n_tune_jobs": len(data.tune_records),   # tuning.context fills these
+        "scale": [],                                           # scaling_section.context fills it
+        "tuning": [], "n_tune_jobs": len(data.tune_records),   # tuning_section.context fills these
         "tune_failures": tuning.failures_table(data),
     }
 
@@ -168,13 +169,6 @@ def sweep_files(meta: dict) -> list[tuple[str, str]]:
     return [(str(meta.get("sweep_path") or ""), str(text))] if text else []
 
 
-def palette_for(data: ReportData) -> Palette:
-    """The report's palette: every method of the store, approximations dashed."""
-    return Palette(sorted(set(data.methods) | tuning.methods(data)),
-                   [m for m in data.methods if not data.exact(m)]
-                   + sorted(tuning.approximate(data)))
-
-
 def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool = True,
                  csv: bool = True) -> dict[str, Path]:
     """Read a results store and write report.html (self-contained), report.pdf and CSVs.
@@ -189,15 +183,15 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
     # warning about more than 20 open figures (they are all closed below)
     with matplotlib.rc_context({"figure.max_open_warning": 0}):
         specs = figs.all_figures(data, data.palette)
-        scale_sections = scaling.sections(data, data.palette)
+        scale_sections = scaling_section.sections(data, data.palette)
         specs += [f for s in scale_sections for f in s.figures]
-        tune_sections = tuning.sections(data, data.palette)
+        tune_sections = tuning_section.sections(data, data.palette)
         specs += [f for s in tune_sections for f in s.figures]
         try:
             svgs = {f.key: f.to_bytes("svg") for f in specs}
             context = context_for(data, specs, svgs)
-            context["scale"] = scaling.context(scale_sections, svgs)
-            context["tuning"] = tuning.context(tune_sections, svgs)
+            context["scale"] = scaling_section.context(scale_sections, svgs)
+            context["tuning"] = tuning_section.context(tune_sections, svgs)
             written: dict[str, Path] = {}
             written["html"] = out / HTML_NAME
             written["html"].write_text(html.render(context), encoding="utf-8")

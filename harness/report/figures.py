@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.analysis.aggregate import METRICS, ReportData, precision_floor, problem_metrics
 from harness.report import style  # noqa: F401  (selects the Agg backend first)
-from harness.report.aggregate import METRICS, ReportData, precision_floor, problem_metrics
 from harness.report.style import Palette, style_context
 
 import matplotlib.pyplot as plt  # noqa: E402  isort: skip
@@ -81,12 +81,12 @@ def _yerr(mean: np.ndarray, se: np.ndarray) -> np.ndarray:
 
 
 def palette_of(data: ReportData, palette: Palette | None) -> Palette:
-    """The palette given, else the report's own (build.palette_for), kept on data.palette so
+    """The palette given, else the report's own (harness.report.palette), kept on data.palette so
     every figure of the store draws a method in the same colour."""
     if palette is not None:
         return palette
     if data.palette is None:
-        from harness.report.build import palette_for  # build imports this module
+        from harness.report.palette import palette_for
 
         data.palette = palette_for(data)
     return data.palette

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 from harness.report import style  # noqa: F401  (selects the Agg backend first)
 from harness.report.style import fmt, style_context
 

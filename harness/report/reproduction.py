@@ -1,8 +1,8 @@
 """The paper's numbers beside ours: the report's "Reproduction of the paper" section.
 
-Atiya, Fayed & Abdel-Gawad's Tables 1–4 and the headline of Figures 1–2 (MATH.md §11) are held
+Atiya, Fayed & Abdel-Gawad's Tables 1–4 and the headline of Figures 1–2 (docs/math.md §11) are held
 here as data, as printed (text extracted from the PDF: a value whose digits were lost is None
-with a note; a problem definition reconstructed by MATH.md §11 says so). From a report's
+with a note; a problem definition reconstructed by docs/math.md §11 says so). From a report's
 aggregated data the matching numbers of ours are computed, with a verdict per cell:
 
   reproduced       |ours − paper| ≤ 2·sqrt(SE_ours² + SE_paper²)
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.report.aggregate import OK, ReportData, summarize
+from harness.analysis.aggregate import OK, ReportData, summarize
 from harness.report.style import fmt, fmt_budget, fmt_se
 from harness.report.tables import Cell, Table
 
@@ -468,7 +468,7 @@ def markdown(tables: list[Table]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from harness.report.aggregate import load
+    from harness.analysis.aggregate import load
 
     for path in argv:
         print(f"### {path}\n")

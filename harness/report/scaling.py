@@ -7,7 +7,7 @@ sweeps/scale.toml). Per family and method, pooling the problems of one size:
       reordering, saddle point; paid once per problem) against N;
   (b) CPU seconds per sample, cpu_seconds / budget, against N, at the fixed budget;
   (c) |log Ẑ − log Z| against N at the fixed budget: against the exact truth when every
-      problem of the family has one, else against the consensus (MATH.md §10).
+      problem of the family has one, else against the consensus (docs/math.md §10).
 
 The fixed budget is the largest budget that every method ran at two or more sizes; when the
 methods share none, each method uses its own largest such budget (the section says so).
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.report.aggregate import OK, ReportData
+from harness.analysis.aggregate import OK, ReportData
 from harness.report.style import fmt, fmt_budget
 from harness.report.tables import Cell, Table, method_cell
 
@@ -239,34 +239,3 @@ def facts(s: Scaling) -> list[tuple[str, str]]:
             ("error", f"|log Ẑ − log Z| against {s.error_against}")]
 
 
-# ---- the section ------------------------------------------------------------------------
-@dataclass
-class ScaleSection:
-    scaling: Scaling
-    figures: list
-    tables: list[Table]
-
-
-def sections(data: ReportData, palette) -> list[ScaleSection]:
-    """One section per family with several sizes (empty otherwise)."""
-    from harness.report.scaling_figures import scale_figures
-
-    out = []
-    for family in families(data):
-        s = scaling(data, family)
-        if s is None or not s.fits:
-            continue
-        out.append(ScaleSection(s, scale_figures(s, palette),
-                                [exponent_table(s, palette), points_table(s, palette)]))
-    return out
-
-
-def context(secs: list[ScaleSection], svgs: dict[str, bytes]) -> list[dict]:
-    """The template's view of the sections (figures as inline SVG)."""
-    from harness.report import html
-
-    return [{"name": f"Cost against N: {s.scaling.family}",
-             "anchor": "scale-" + html.anchor(s.scaling.family), "facts": facts(s.scaling),
-             "figure_specs": s.figures,
-             "figures": [html.figure_context(f, svgs[f.key]) for f in s.figures],
-             "tables": s.tables} for s in secs]

@@ -12,9 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.errors import InputError
-from harness.report.aggregate import METRICS, ReportData, aggregate, load
-from harness.report.build import palette_for
+from harness.analysis.aggregate import METRICS, ReportData, aggregate, load
+from harness.core.errors import InputError
 from harness.report.figures import (
     _clip_floor_band,
     _draw_curves,
@@ -23,8 +22,9 @@ from harness.report.figures import (
     _log_axis,
     _new,
 )
+from harness.report.palette import palette_for
 
-# harness.results' column -> the report's
+# harness.analysis.results' column -> the report's
 _REPORT_NAMES = {"log_marginal_likelihood": "log_z", "log_marginal_likelihood_se": "log_z_se",
                  "test_probabilities": "probabilities"}
 

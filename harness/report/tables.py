@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness import metrics
-from harness.report.aggregate import (
+from harness.analysis.aggregate import (
     METRICS,
     OK,
     ReportData,
@@ -23,6 +22,7 @@ from harness.report.aggregate import (
     problem_metrics,
     status_counts,
 )
+from harness.core import metrics
 from harness.report.style import fmt, fmt_budget
 
 
@@ -381,9 +381,9 @@ def unreliable_table(data: ReportData) -> Table:
                   "reasons", "job ids"], rows,
                  caption="Jobs whose own diagnostics call the estimate degenerate (weights or one "
                          "randomisation holding the whole estimate, a saddle point far from "
-                         "converged: harness.reliability). Their numbers are kept in the store "
-                         "and the exports (status 'unreliable', with the reason) but left out of "
-                         "the figures, means and consensus; |Δ log Z| is against the truth.")
+                         "converged: harness.model.reliability). Their numbers are kept in the "
+                         "store and the exports (status 'unreliable', with the reason) but left "
+                         "out of the figures, means and consensus; |Δ log Z| is against the truth.")
 
 
 def _fact_rows(facts: dict, prefix: str = "") -> list[tuple[str, str]]:

@@ -1,6 +1,6 @@
 """The report's "Hyperparameter tuning" section: from tune records to surfaces and tables.
 
-Tune records (harness.tuning.job.run_tune_job, MATH.md §12) are grouped by problem and
+Tune records (harness.tuning.job.run_tune_job, docs/math.md §12) are grouped by problem and
 search space. For each group:
 
 - the estimated log Z surface of every method, from its grid-strategy runs: the mean over
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from harness import metrics
-from harness.report.aggregate import OK, summarize
+from harness.analysis.aggregate import OK, summarize
+from harness.core import metrics
 from harness.report.style import fmt
 from harness.report.tables import Cell, Table, se_cell
 
@@ -112,7 +112,7 @@ class TuneGroup:
 
 # ---- grouping and surfaces ----------------------------------------------------------------
 def _is_exact(method_name: str) -> bool:
-    from harness.registry import get_method
+    from harness.plugins.registry import get_method
 
     try:
         return bool(get_method(method_name).exact)
@@ -376,35 +376,6 @@ def failures_table(data) -> Table:
                  ["problem", "method", "strategy", "replicate", "status", "reason", "job"], rows,
                  caption="Left out of the tuning section's means; the evaluations they made "
                          "before stopping are kept in the store and in tuning.csv.")
-
-
-# ---- the section --------------------------------------------------------------------------
-@dataclass
-class TuneSection:
-    group: TuneGroup
-    figures: list                      # figures.FigureSpec
-    tables: list[Table]
-
-
-def sections(data, palette) -> list[TuneSection]:
-    """Figures and tables of every tuning group (empty when the store has no tune jobs)."""
-    from harness.report.tuning_figures import group_figures
-
-    out = []
-    for g in groups(data):
-        tables = [t for t in (optimum_table(g, palette), chain_table(g, palette)) if t]
-        out.append(TuneSection(g, group_figures(g, palette), tables))
-    return out
-
-
-def context(secs: list[TuneSection], svgs: dict[str, bytes]) -> list[dict]:
-    """The template's view of the sections (figures as inline SVG)."""
-    from harness.report import html
-
-    return [{"name": s.group.problem, "anchor": "tune-" + html.anchor(s.group.problem),
-             "facts": facts(s.group), "figure_specs": s.figures,
-             "figures": [html.figure_context(f, svgs[f.key]) for f in s.figures],
-             "tables": s.tables} for s in secs]
 
 
 def write_csv(data, path: Path) -> Path | None:

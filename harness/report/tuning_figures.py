@@ -1,4 +1,4 @@
-"""Figures of the tuning section (MATH.md §12): the estimated log Z surface of each method
+"""Figures of the tuning section (docs/math.md §12): the estimated log Z surface of each method
 against the reference, the optimum each found, and the pseudo-marginal chains.
 
 One parameter: log Z ± SE against the parameter (log axis), one line per method, the reference

@@ -6,7 +6,7 @@ of the same sweep skips them (by job id) and runs the rest. The store and report
 checked for writing before anything runs (`check_writable`), and `sweep --check` prints the
 same plan as a run (`plan_lines`, `stored_job_ids`) without opening the store for writing.
 
-Store faults (harness.store): the store is opened (its writer lock taken, its integrity
+Store faults (harness.execution.store): the store is opened (its writer lock taken, its integrity
 checked, results a full disk held back imported) before any cluster is reached, so a second
 client or a damaged file is refused at once (exit 2); a full disk ends the run with exit 2,
 the finished results that could not be stored held in a side file for the next run.
@@ -33,10 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.errors import InputError
-from harness.split import PART_KEY_PREFIX, part_result, part_spec, run_part
-from harness.store import ResultStore, StoreFull, held_records
-from harness.sweep.execute import environment_facts, failure_record, run_job
+from harness.core.errors import InputError
+from harness.execution.provenance import environment_facts
+from harness.execution.split import PART_KEY_PREFIX, part_result, part_spec, run_part
+from harness.execution.store import ResultStore, StoreFull, held_records
+from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
 from harness.sweep.references import record_references
@@ -192,12 +193,12 @@ def worker_facts(client) -> dict[str, Any]:
 
 
 def combined_record(job: Job, parts: dict[int, dict]) -> dict[str, Any]:
-    """A split job's record from all its part records (harness.split.combine_record), on the
-    client; a combination that raises (a method's bug) is an error record."""
-    from harness.debugging import exception_reason
-    from harness.spec import make_problem
-    from harness.split import combine_record
-    from harness.sweep.execute import job_identity, job_method
+    """A split job's record from all its part records (harness.execution.split.combine_record), on
+    the client; a combination that raises (a method's bug) is an error record."""
+    from harness.execution.split import combine_record
+    from harness.execution.worker import job_identity, job_method
+    from harness.model.debugging import exception_reason
+    from harness.plugins.specs import make_problem
 
     spec = job.spec()
     try:
@@ -254,7 +255,7 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
     """
     from distributed import as_completed
 
-    from harness.sweep.cluster import NO_WORKERS_TIMEOUT, WorkerWatch, quiet_dask_logs
+    from harness.execution.cluster import NO_WORKERS_TIMEOUT, WorkerWatch, quiet_dask_logs
 
     progress = progress or Progress(len(jobs))
     tasks: dict[str, tuple[Job, dict | None]] = {}   # key -> (job, part spec or None)
@@ -451,7 +452,7 @@ def worker_memory(sweep: Sweep, scheduler: str | None, workers: int | None, clie
     """A worker's memory for planning: the sweep file's memory_limit, else the local cluster's
     per-worker limit, else the smallest memory_limit of the connected workers (`connected()`
     returns the Connection, connecting if needed)."""
-    from harness.sweep.cluster import local_worker_memory, workers_memory_limit
+    from harness.execution.cluster import local_worker_memory, workers_memory_limit
 
     if sweep.memory_limit is not None:
         return sweep.memory_limit
@@ -476,7 +477,7 @@ def run_sweep(
     `no_workers_timeout` (seconds) overrides the sweep file's. A cluster that cannot finish
     sets `Outcome.lost` (one line on `err`, after the summary); see `Outcome.exit_code`.
     """
-    from harness.sweep.cluster import check_options, connect, dask_log_levels
+    from harness.execution.cluster import check_options, connect, dask_log_levels
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -558,7 +559,7 @@ def run_sweep(
 
 def cluster_health(client) -> str:
     """Workers connected now and the scheduler's worker-ttl (for the `cluster:` line)."""
-    from harness.sweep.cluster import WorkerWatch, scheduler_worker_ttl
+    from harness.execution.cluster import WorkerWatch, scheduler_worker_ttl
 
     n = WorkerWatch(client).workers()
     ttl = scheduler_worker_ttl(client)

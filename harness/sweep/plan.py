@@ -4,13 +4,14 @@ The job key holds everything that determines a result: the problem's canonical s
 method's registry name (for a method file, its id `Class@<content hash>`: editing the file
 makes new jobs) and full settings (defaults included), the budget, the replicate and
 the sweep seed. The job id is the SHA-256 of the key's canonical JSON, and the job's random
-stream is seeded from the same key (harness.seeding), so a result never depends on the worker
+stream is seeded from the same key (harness.core.seeding), so a result never depends on the worker
 that ran it, nor on the order, nor on the sweep's name or its other jobs. Two sweeps that
 share a job share its id (and its stored result). A tuning job's key also holds "kind": "tune"
-and the tuning settings that determine its strategy's result (harness.sweep.tune.key_part);
-an estimate job's key is unchanged by the job kinds. A job split into parts (the sweep's
-`parts`, for a method that can split: harness.split) has "parts" in its key (the number asked
-of Method.split_budget); with parts = 1, or a method that cannot split, the key is as before.
+and the tuning settings that determine its strategy's result
+(harness.sweep.tune.TuneSettings.key_part); an estimate job's key is unchanged by the job kinds. A
+job split into parts (the sweep's `parts`, for a method that can split: harness.execution.split) has
+"parts" in its key (the number asked of Method.split_budget); with parts = 1, or a method that
+cannot split, the key is as before.
 """
 
 from __future__ import annotations
@@ -18,14 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.seeding import key_digest
-from harness.sweep.spec import (
-    MethodInstance,
-    Sweep,
-    incompatible,
-    memory_refusal,
-    too_large_budgets,
-)
+from harness.core.seeding import key_digest
+from harness.sweep.checks import incompatible, memory_refusal, too_large_budgets
+from harness.sweep.grid import MethodInstance
+from harness.sweep.spec import Sweep
 
 
 def job_key(problem: str, method: str, settings: dict[str, Any], budget: int, replicate: int,
@@ -70,9 +67,9 @@ class Job:
 def split_plan(sweep: Sweep, method: MethodInstance, budget: int, n_train: int
                ) -> tuple[int, tuple[int, ...]]:
     """(parts asked for, part budgets) of a job: (1, ()) unless the sweep splits, the method
-    can, and the budget makes more than one part (harness.split)."""
-    from harness.registry import get_method
-    from harness.split import part_budgets, resolve_parts
+    can, and the budget makes more than one part (harness.execution.split)."""
+    from harness.execution.split import part_budgets, resolve_parts
+    from harness.plugins.registry import get_method
 
     if sweep.parts == 1:
         return 1, ()

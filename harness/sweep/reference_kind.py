@@ -1,4 +1,5 @@
-"""The `reference` job kind of sweep files: one reference record per problem (harness.reference).
+"""The `reference` job kind of sweep files: one reference record per problem
+(harness.references.compute).
 
     kind = "reference"
     problems = ["gauss-p1", "crabs"]
@@ -34,7 +35,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
+from harness.core.errors import InputError
+from harness.model.settings import budget, check_keys
 
 REFERENCE_KEYS = ("method", "settings", "budget", "round_budget", "parts_per_round",
                   "target_se", "target_test_se", "max_cpu", "check_method", "problems")
@@ -45,7 +47,6 @@ NOT_FOR_REFERENCE = ("methods", "budgets", "replicates", "every_method", "time_l
 @dataclass(frozen=True)
 class ReferenceSettings:
     """A validated [reference] table (one problem's view of it: overrides applied)."""
-
     method: str = "minimax-tilting"
     settings: dict[str, Any] = field(default_factory=dict)
     budget: int = 10**7
@@ -73,10 +74,8 @@ class ReferenceSettings:
 
 
 def _positive(w, key: str, value: Any, integer: bool) -> float | int:
-    from harness.sweep.spec import _budget
-
     if integer:
-        return _budget(w, key, value)
+        return budget(w, key, value)
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
             math.isfinite(value) and value > 0):
         raise w.error(key, f"must be a positive number, got {value!r}",
@@ -86,9 +85,7 @@ def _positive(w, key: str, value: Any, integer: bool) -> float | int:
 
 def _values(w, where: str, table: dict[str, Any], allowed) -> dict[str, Any]:
     """The [reference] keys of `table` (typed, checked), by ReferenceSettings field."""
-    from harness.sweep.spec import _check_keys
-
-    _check_keys(w, where, table, allowed)
+    check_keys(w, where, table, allowed)
     out: dict[str, Any] = {}
     for key, value in table.items():
         name = f"{where}.{key}"
@@ -112,7 +109,7 @@ def _values(w, where: str, table: dict[str, Any], allowed) -> dict[str, Any]:
 
 def parse_reference(w, raw: dict[str, Any], problem_specs: list[str]) -> ReferenceSettings:
     """The [reference] table of a kind = "reference" sweep; every mistake names its key."""
-    from harness.reference import unbiased_method
+    from harness.references.compute import unbiased_method
 
     for key in NOT_FOR_REFERENCE:
         if key in raw:
@@ -151,7 +148,7 @@ def parse_reference(w, raw: dict[str, Any], problem_specs: list[str]) -> Referen
 
 def _expected(spec: str, s: ReferenceSettings, seed: int) -> dict[str, Any]:
     """What a stored record must hold to be this problem's reference (without computing)."""
-    from harness.reference import (
+    from harness.references.compute import (
         canonical_spec,
         first_round_budget,
         part_budget_for,
@@ -188,7 +185,7 @@ def good(record: dict[str, Any]) -> bool:
 
 def plan_lines(sweep, store: Path) -> list[str]:
     """`sweep --check` of a reference sweep: each problem's settings and whether it is done."""
-    from harness.store import ResultStore
+    from harness.execution.store import ResultStore
 
     stored = {}
     if store.exists():
@@ -213,10 +210,10 @@ def plan_lines(sweep, store: Path) -> list[str]:
 def run_reference_sweep(sweep, store: Path, client=None, out=print) -> int:
     """Compute, store and export every missing reference of the sweep (module doc); the exit
     code: 0 all passed their checks and reached their targets, else 1."""
-    from harness.reference import ReferenceFailed, compute_reference
-    from harness.reference_cli import format_reference
-    from harness.reference_data import export_reference, file_name
-    from harness.store import ResultStore
+    from harness.execution.formatting import format_reference
+    from harness.execution.store import ResultStore
+    from harness.model.reference_values import export_reference, file_name
+    from harness.references.compute import ReferenceFailed, compute_reference
 
     failed = 0
     with ResultStore(store) as st:

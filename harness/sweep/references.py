@@ -11,8 +11,8 @@ For each problem of a `kind = "tune"` sweep the store's metadata gets
 
 The posterior (exact density of the natural-log parameter, on a grid of log θ, under the
 uniform prior on the log box) is
-computed for one-parameter spaces when the sweep runs the pseudo-marginal strategy (MATH.md §12).
-A stored reference for the same space is reused, so resuming a sweep recomputes nothing.
+computed for one-parameter spaces when the sweep runs the pseudo-marginal strategy (docs/math.md
+§12). A stored reference for the same space is reused, so resuming a sweep recomputes nothing.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@
     burn = 100                 # pseudo-marginal: steps dropped at the start (default steps // 2)
 
 Every problem × method instance × budget × replicate becomes one job per strategy; the job
-runs harness.tuning.job.run_tune_job (MATH.md §12). Checked before any job runs, like the rest
+runs harness.tuning.job.run_tune_job (docs/math.md §12). Checked before any job runs, like the rest
 of harness.sweep.spec.
 """
 
@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.errors import InputError
+from harness.core.errors import InputError
+from harness.model.settings import check_keys, did_you_mean, integer
 
 KINDS = ("estimate", "tune", "reference")
 STRATEGIES = ("grid", "explore-exploit", "pseudo-marginal")
@@ -40,7 +41,6 @@ STRATEGY_SETTINGS = {
 @dataclass(frozen=True)
 class TuneSettings:
     """A validated [tune] table."""
-
     space: dict[str, list]          # {name: [low, high, num]} (TuneSpace.to_dict form)
     strategies: tuple[str, ...]
     explore_budget: int | None      # None: budget // 10 of each job
@@ -83,9 +83,7 @@ def _number(w, key: str, value: Any) -> float:
 
 def _at_least(w, key: str, value: Any, minimum: int, fix: str) -> int:
     """An integer setting >= minimum; the error says what to write instead."""
-    from harness.sweep.spec import _int
-
-    number = _int(w, key, value, minimum=-(2**63))
+    number = integer(w, key, value, minimum=-(2**63))
     if number < minimum:
         raise w.error(key, f"must be >= {minimum}, got {number}", fix)
     return number
@@ -93,12 +91,10 @@ def _at_least(w, key: str, value: Any, minimum: int, fix: str) -> int:
 
 def parse_axis(w, key: str, value: Any) -> list:
     """{start, stop, num} -> [start, stop, num]: a log grid with 0 < start < stop, num >= 2."""
-    from harness.sweep.spec import _check_keys
-
     if not isinstance(value, dict):
         raise w.error(key, f"must be a table {{ start, stop, num }}, got {value!r}",
                       f"write {key.split('.')[-1]} = {{ start = 0.1, stop = 10, num = 9 }}")
-    _check_keys(w, key, value, AXIS_KEYS)
+    check_keys(w, key, value, AXIS_KEYS)
     missing = [k for k in AXIS_KEYS if k not in value]
     if missing:
         raise w.error(key, f"needs {', '.join(missing)}",
@@ -114,12 +110,10 @@ def parse_axis(w, key: str, value: Any) -> list:
 
 def parse_tune(w, raw: dict[str, Any]) -> tuple[str, TuneSettings | None]:
     """The sweep's kind and its [tune] table (None for kind = "estimate")."""
-    from harness.sweep.spec import _check_keys, _unknown_key_fix
-
     kind = raw.get("kind", "estimate")
     if kind not in KINDS:
         raise w.error("kind", f"unknown job kind {kind!r}",
-                      _unknown_key_fix(str(kind), KINDS, "kinds"))
+                      did_you_mean(str(kind), KINDS, "kinds"))
     table = raw.get("tune")
     if kind == "reference":     # harness.sweep.reference_kind parses its [reference] table
         return kind, None
@@ -134,7 +128,7 @@ def parse_tune(w, raw: dict[str, Any]) -> tuple[str, TuneSettings | None]:
                       "num = 13 } }")
     if not isinstance(table, dict):
         raise w.error("tune", "must be a table", "write [tune] and its settings below it")
-    _check_keys(w, "tune", table, TUNE_KEYS)
+    check_keys(w, "tune", table, TUNE_KEYS)
     params = table.get("parameters")
     if not isinstance(params, dict) or not params:
         raise w.error("tune.parameters", "missing or empty" if not params else "must be a table",
@@ -147,7 +141,7 @@ def parse_tune(w, raw: dict[str, Any]) -> tuple[str, TuneSettings | None]:
     for i, s in enumerate(strategies):
         if s not in STRATEGIES:
             raise w.error(f"tune.strategies[{i}]", f"unknown strategy {s!r}",
-                          _unknown_key_fix(str(s), STRATEGIES, "strategies"))
+                          did_you_mean(str(s), STRATEGIES, "strategies"))
     if len(set(strategies)) != len(strategies):
         raise w.error("tune.strategies", "lists a strategy twice", "remove the duplicate")
     explore = table.get("explore_budget")
@@ -179,8 +173,8 @@ def parse_tune(w, raw: dict[str, Any]) -> tuple[str, TuneSettings | None]:
 def check_tune(w, tune: TuneSettings, problems, methods) -> None:
     """Checks that need the built problems and methods: every parameter is tunable on every
     problem; pseudo-marginal needs an unbiased Ẑ; each explore budget can run (check_job)."""
-    from harness.registry import get_method
-    from harness.sweep.spec import incompatible
+    from harness.plugins.registry import get_method
+    from harness.sweep.checks import incompatible
     from harness.tuning.space import TuneSpace, check_space
 
     space = TuneSpace.from_dict(tune.space)

@@ -1,4 +1,4 @@
-"""Hyperparameter tuning of GPC problems by maximising, or sampling with, log Ẑ (MATH.md §12).
+"""Hyperparameter tuning of GPC problems by maximising, or sampling with, log Ẑ (docs/math.md §12).
 
 space            log-spaced grids over problem parameters; with_params, check_space
 evaluate         one recorded evaluation of a method at a parameter point (what CPU counts)

@@ -1,4 +1,4 @@
-"""One tuning evaluation: a method's log Ẑ at one parameter point, recorded (MATH.md §12).
+"""One tuning evaluation: a method's log Ẑ at one parameter point, recorded (docs/math.md §12).
 
 What an evaluation costs (its `cpu_seconds`) is what a user pays per point: the method's
 per-problem `prepare` (reordering, the minimax saddle point, ...) plus its estimate, both in
@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.deadline import TimeLimitExceeded, check_deadline
-from harness.method import Method
-from harness.problem import Problem
-from harness.runner import run_method
-from harness.spec import make_problem
+from harness.core.deadline import TimeLimitExceeded, check_deadline
+from harness.execution.timed import run_method
+from harness.model.method import Method
+from harness.model.problem import Problem
+from harness.plugins.specs import make_problem
 from harness.tuning.space import with_params
 
 build_problem = make_problem.__wrapped__  # uncached: a tuning job visits many problems once

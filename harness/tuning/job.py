@@ -1,10 +1,10 @@
 """The worker entry point of a tuning job: one job spec in, one plain tune record out.
 
-Like harness.sweep.execute.run_job it never raises: bad input is a record with status
-"error", a tuning in which no evaluation succeeded is "failed", and one that runs out of the
-job's CPU-time limit (harness.deadline, over the whole tuning) is "timeout" with every
+Like a sweep job (harness.execution.worker.on_worker) it never raises: bad input is a record with
+status "error", a tuning in which no evaluation succeeded is "failed", and one that runs out of the
+job's CPU-time limit (harness.core.deadline, over the whole tuning) is "timeout" with every
 evaluation made so far. The random stream of the job comes from its key
-(harness.seeding.rng_for); every evaluation draws a child stream from it, so the same key
+(harness.core.seeding.rng_for); every evaluation draws a child stream from it, so the same key
 gives the same record. `cpu_seconds` is the cost of tuning: the sum of the evaluations' CPU
 (what is counted: harness.tuning.evaluate).
 """
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.deadline import TimeLimitExceeded, cpu_time_limit
-from harness.errors import InputError
-from harness.method import Method
+from harness.core.deadline import TimeLimitExceeded, cpu_time_limit
+from harness.core.errors import InputError
+from harness.model.method import Method
 from harness.tuning.evaluate import Evaluator, TuningTimeout, best
 from harness.tuning.space import TuneSpace, check_space
 
@@ -79,8 +79,8 @@ class TuneJob:
 
 def check_tune(job: dict[str, Any]) -> tuple[TuneJob, Method]:
     """Every check a tune job can fail before any work (for planning, and the worker)."""
-    from harness.registry import get_method
-    from harness.spec import make_problem
+    from harness.plugins.registry import get_method
+    from harness.plugins.specs import make_problem
     from harness.tuning.pseudo_marginal import check_unbiased
 
     tune = TuneJob.from_spec(job.get("tune"))
@@ -135,9 +135,9 @@ def _outcome(result: dict[str, Any], evaluations: list[dict[str, Any]]) -> dict[
 
 def run_tune_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one tuning job spec (fields: harness.tuning package doc) and return its record."""
-    from harness.seeding import rng_for
-    from harness.spec import make_problem
-    from harness.sweep.execute import _worker_address, pin_thread_env
+    from harness.core.seeding import rng_for
+    from harness.execution.worker import _worker_address, pin_thread_env
+    from harness.plugins.specs import make_problem
 
     pin_thread_env()
     wall0 = time.perf_counter()

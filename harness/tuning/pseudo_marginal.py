@@ -1,4 +1,4 @@
-"""Pseudo-marginal MCMC over the log-hyperparameters (MATH.md §12; beyond the papers).
+"""Pseudo-marginal MCMC over the log-hyperparameters (docs/math.md §12; beyond the papers).
 
 When Ẑ(θ) is an unbiased estimate of Z(θ), a Metropolis–Hastings chain that uses Ẑ in place
 of Z and keeps each state's estimate (never re-estimating the current point) has exactly the
@@ -16,15 +16,15 @@ from typing import Any
 import emcee
 import numpy as np
 
-from harness.errors import InputError
-from harness.method import Method
+from harness.core.errors import InputError
+from harness.model.method import Method
 from harness.tuning.evaluate import Evaluator
 from harness.tuning.space import TuneSpace
 
 
 def unbiased_methods() -> list[str]:
     """Registered methods whose Ẑ is unbiased (with default settings, or with some)."""
-    from harness.registry import methods
+    from harness.plugins.registry import methods
 
     out = []
     for name, cls in methods().items():

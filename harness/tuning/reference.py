@@ -1,4 +1,4 @@
-"""Exact references for tuning on families with exact truth (MATH.md §3b–c, §12).
+"""Exact references for tuning on families with exact truth (docs/math.md §3b–c, §12).
 
 A linear kernel with a scale, K = β x xᵀ, keeps the 1-D oracle (x scaled by √β), so the exact
 log Z is known at every β: the true optimum of a tuning job and, for a 1-D space, the exact
@@ -13,7 +13,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 from harness.tuning.evaluate import build_problem
 from harness.tuning.space import FIELD, TuneSpace, with_params
 

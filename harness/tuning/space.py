@@ -1,4 +1,4 @@
-"""The search space of a tuning job: log-spaced grids over problem parameters (MATH.md §12).
+"""The search space of a tuning job: log-spaced grids over problem parameters (docs/math.md §12).
 
 A tuning job varies parameters of a problem family (alpha, beta of an RBF problem; the scale
 of the linear kernel) on a log scale. `Axis` is one log-spaced grid, `TuneSpace` their tensor
@@ -15,9 +15,9 @@ from itertools import product
 
 import numpy as np
 
-from harness.errors import InputError
-from harness.family import ProblemFamily
-from harness.registry import get_family, presets
+from harness.core.errors import InputError
+from harness.model.family import ProblemFamily
+from harness.plugins.registry import get_family, presets
 
 FIELD = "tune.parameters"
 SPACE_FORM = "write {name: [low, high, num]}, e.g. {beta: [0.1, 100, 13]}"
@@ -122,7 +122,7 @@ class TuneSpace:
 
 def _tunable(spec: str) -> tuple[str, ProblemFamily, dict[str, str]]:
     """(head, family, options) of a family or preset spec; files are refused."""
-    from harness.spec import names_file, split_spec
+    from harness.plugins.specs import names_file, split_spec
 
     head, options = split_spec(spec)
     if names_file(head):

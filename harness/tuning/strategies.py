@@ -1,4 +1,4 @@
-"""Maximising log Ẑ over a grid (MATH.md §12): the plain grid and explore-then-exploit.
+"""Maximising log Ẑ over a grid (docs/math.md §12): the plain grid and explore-then-exploit.
 
 The papers tune (α, β) by maximising an estimate of log Z; explore-then-exploit (the paper's
 scheme) evaluates the whole grid at a small budget, then only the `top_k` best candidates at

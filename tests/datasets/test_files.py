@@ -1,13 +1,14 @@
-"""User problems from files (datasets/files.py), loaded through harness.spec.make_problem."""
+"""User problems from files (datasets/files.py), loaded through
+harness.plugins.specs.make_problem."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness.errors import InputError
-from harness.kernels import RBF, Linear
-from harness.spec import make_problem
+from harness.core.errors import InputError
+from harness.core.kernels import RBF, Linear
+from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

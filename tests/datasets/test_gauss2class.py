@@ -1,4 +1,4 @@
-"""The `gauss2class` family (datasets/gauss2class.py, MATH.md §10–11): synthetic two-class
+"""The `gauss2class` family (datasets/gauss2class.py, docs/math.md §10–11): synthetic two-class
 Gaussian data with the generating model's Bayes posterior, and the paper's Table 4 presets."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import hashlib
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.kernels import RBF
 from harness.datasets.gauss2class import (
     FAMILY,
     bayes_posterior,
@@ -15,8 +17,6 @@ from harness.datasets.gauss2class import (
     gauss2class,
     two_gaussians,
 )
-from harness.errors import InputError
-from harness.kernels import RBF
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

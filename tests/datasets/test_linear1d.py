@@ -1,4 +1,4 @@
-"""The `linear1d` family (datasets/linear1d.py, MATH.md §3b): linear-kernel GPC on 1-D
+"""The `linear1d` family (datasets/linear1d.py, docs/math.md §3b): linear-kernel GPC on 1-D
 two-Gaussian data, with exact log Z and test probabilities."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from harness.core.errors import InputError
+from harness.core.kernels import Linear
 from harness.datasets.linear1d import FAMILY, linear1d
-from harness.errors import InputError
-from harness.kernels import Linear
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

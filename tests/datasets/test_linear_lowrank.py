@@ -1,4 +1,4 @@
-"""The multi-feature linear-kernel family and its Gauss–Hermite oracle (MATH.md §3c)."""
+"""The multi-feature linear-kernel family and its Gauss–Hermite oracle (docs/math.md §3c)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr, logsumexp
 
+from harness.core.errors import InputError
+from harness.core.oracles import low_rank_integral, one_factor_integral
 from harness.datasets.linear_lowrank import linear_lowrank
-from harness.errors import InputError
-from harness.oracles import low_rank_integral, one_factor_integral
-from harness.spec import make_problem
+from harness.plugins.specs import make_problem
 
 
 def _data(n, d, seed):

@@ -2,10 +2,11 @@
 (issue 17, failure 8: numpy's hermegauss gave NaN weights from ~372 nodes, and the node doubling
 reached them at small N with large beta, e.g. the case below carried a truth of NaN).
 
-Independent computations (none goes through harness.oracles.low_rank_integral):
+Independent computations (none goes through harness.core.oracles.low_rank_integral):
   N = 2, 3, any d      the orthant closed forms 1/4 + asin(r)/2π and 1/8 + Σ asin(r_ij)/4π of
-                       the correlation matrix of R = C(β X Xᵀ + I)C (MATH.md §2);
-  d = 1                the one-factor quadrature (harness.oracles.one_factor_integral: composite
+                       the correlation matrix of R = C(β X Xᵀ + I)C (docs/math.md §2);
+  d = 1                the one-factor quadrature (harness.core.oracles.one_factor_integral:
+  composite
                        Gauss–Legendre in u, another code path), log Z and test probabilities;
   d = 2                nested adaptive quadrature (scipy.integrate.quad in u2 inside quad in u1)
                        around a mode found by scipy.optimize, over the region within 60 nats of
@@ -23,9 +24,9 @@ import pytest
 from scipy import integrate, optimize, stats
 from scipy.special import log_ndtr, logsumexp
 
+from harness.core.oracles import one_factor_integral
 from harness.datasets.linear_lowrank import linear_lowrank
-from harness.oracles import one_factor_integral
-from harness.spec import make_problem
+from harness.plugins.specs import make_problem
 
 _LOG_2PI = np.log(2 * np.pi)
 _DROP = 60.0

@@ -1,4 +1,4 @@
-"""The `onefactor` family (datasets/onefactor.py, MATH.md §3a): R_ij = d_i d_j, exact truth."""
+"""The `onefactor` family (datasets/onefactor.py, docs/math.md §3a): R_ij = d_i d_j, exact truth."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.oracles import one_factor_integral
 from harness.datasets.onefactor import FAMILY, onefactor
-from harness.errors import InputError
-from harness.oracles import one_factor_integral
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.kernels import RBF
 from harness.datasets import realdata as rd
 from harness.datasets.split import class_counts, standardise, stratified_split
-from harness.errors import InputError
-from harness.kernels import RBF
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
 from harness.datasets.sine import sine, sine_data
-from harness.errors import InputError
 
 
 def test_sine_data_shape_range_and_determinism():

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 
 CASE_SECONDS = 20        # hard bound per case (a hang fails the test, naming the case)
 

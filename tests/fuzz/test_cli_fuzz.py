@@ -21,8 +21,8 @@ from cli_driver import assert_clean, cli
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
-from harness.registry import methods, problem_families
+from harness.cli.main import main
+from harness.plugins.registry import methods, problem_families
 
 EXAMPLES = {"spec": 120, "settings": 120, "budget": 60, "sweep": 120, "npz": 100, "csv": 50}
 FUZZ_CASES = sum(EXAMPLES.values())

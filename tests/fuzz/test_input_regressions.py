@@ -9,12 +9,17 @@ import numpy as np
 import pytest
 from cli_driver import cli, refused
 
-from harness.cli import parse_int
+from harness.core.errors import InputError
 from harness.datasets.checks import MAX_POINTS
-from harness.errors import InputError
-from harness.method import MAX_BUDGET, MAX_MAGNITUDE, check_budget, coerce_setting
-from harness.registry import get_method
-from harness.spec import make_problem
+from harness.model.settings import (
+    MAX_BUDGET,
+    MAX_MAGNITUDE,
+    check_budget,
+    coerce_setting,
+    parse_int,
+)
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
 
 SOV_TINY = ("--problem", "onefactor:n=5", "--method", "sov")
 
@@ -185,11 +190,11 @@ def test_a_memory_limit_that_is_infinite_or_below_a_byte_is_refused(limit):
 
 
 def test_a_multi_line_message_is_printed_as_one_line(monkeypatch):
-    import harness.cli
+    import harness.cli.main
 
     def bad(args):
         raise InputError("field", "first\nsecond", "fix")
 
-    monkeypatch.setitem(harness.cli.COMMANDS, "list", (lambda p: None, bad))
+    monkeypatch.setitem(harness.cli.main.COMMANDS, "list", (lambda p: None, bad))
     code, _, err = cli("list")
     assert code == 2 and err == "error: field: first second (fix)\n"

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from harness import registry
+from harness.plugins import registry
 
 
 @pytest.fixture

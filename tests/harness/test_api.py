@@ -12,17 +12,17 @@ import pandas as pd
 import pytest
 
 import harness
-from harness.cli import main
-from harness.errors import InputError
-from harness.report.aggregate import METRICS, load
-from harness.spec import make_problem
+from harness.analysis.aggregate import METRICS, load
+from harness.cli.main import main
+from harness.core.errors import InputError
+from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 # ---- harness.estimate -----------------------------------------------------------------------
 def test_estimate_module_stays_importable_and_is_callable():
-    import harness.estimate as module
-    from harness.estimate import Estimate  # what plugins do
+    import harness.model.result as module
+    from harness.model.result import Estimate  # what plugins do
     assert module.Estimate is Estimate is harness.Estimate
     assert callable(harness.estimate)
     r = harness.estimate("onefactor:n=5", "sov", 200)
@@ -94,7 +94,7 @@ def test_estimate_refuses_settings_with_an_instance():
 
 def test_estimate_refuses_a_job_that_cannot_fit_before_it_runs():
     """Like `run --memory-limit`: the job's estimate against the limit, no job run."""
-    from harness.footprint import TooLarge
+    from harness.model.footprint import TooLarge
 
     with pytest.raises(TooLarge, match=r"^sov on onefactor:n=2000 at budget 10 needs .* "
                                        r"dense factor L 32 MB.*the memory limit \(memory_limit\)"

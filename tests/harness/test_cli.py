@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import EXIT_BAD_INPUT, main
-from harness.spec import make_problem
+from harness.cli.args import EXIT_BAD_INPUT
+from harness.cli.main import main
+from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -1,4 +1,4 @@
-"""Build-time warning for covariances beyond double precision (harness.conditioning)."""
+"""Build-time warning for covariances beyond double precision (harness.core.conditioning)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.conditioning import COND_WARN, IllConditionedWarning, condition_estimate
-from harness.kernels import RBF, Linear
-from harness.problem import Problem
-from harness.spec import make_problem
+from harness.core.conditioning import COND_WARN, IllConditionedWarning, condition_estimate
+from harness.core.kernels import RBF, Linear
+from harness.model.problem import Problem
+from harness.plugins.specs import make_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
 from test_unreliable import ill_conditioned_cov  # noqa: E402

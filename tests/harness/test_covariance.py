@@ -1,19 +1,19 @@
-"""Covariance representations (harness/covariance.py) against dense references at small N."""
+"""Covariance representations (harness/core/covariance.py) against dense references at small N."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import harness.covariance as covariance
-from harness.covariance import (
+import harness.core.covariance as covariance
+from harness.core.covariance import (
     DenseCovariance,
     KernelCovariance,
     LowRankCovariance,
     OneFactorCovariance,
 )
-from harness.errors import InputError
-from harness.kernels import PRML, RBF, Linear
+from harness.core.errors import InputError
+from harness.core.kernels import PRML, RBF, Linear
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

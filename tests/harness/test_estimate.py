@@ -1,4 +1,4 @@
-"""The Estimate contract (harness/estimate.py): per-point standard errors are checked like the
+"""The Estimate contract (harness/model/result.py): per-point standard errors are checked like the
 probabilities they belong to."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.estimate import Estimate
+from harness.model.result import Estimate
 
 
 def test_per_point_standard_errors_default_to_none_and_pass_the_check():

@@ -1,14 +1,16 @@
-"""Memory estimates before a job runs (harness.footprint), the refusal of `run`, and the
-set-up cost recorded apart from the estimate (harness.runner.timed_prepare)."""
+"""Memory estimates before a job runs (harness.model.footprint), the refusal of `run`, and the
+set-up cost recorded apart from the estimate (harness.execution.timed.timed_prepare)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.errors import InputError
-from harness.footprint import (
+from harness.cli.main import main
+from harness.core.errors import InputError
+from harness.core.memory import kernel_high_water_mark
+from harness.execution.runner import run_one
+from harness.model.footprint import (
     MemoryEstimate,
     TooLarge,
     format_bytes,
@@ -16,16 +18,14 @@ from harness.footprint import (
     parse_bytes,
     problem_bytes,
 )
-from harness.memory import kernel_high_water_mark
-from harness.registry import get_method, methods
-from harness.runner import run_one
-from harness.spec import make_problem
+from harness.plugins.registry import get_method, methods
+from harness.plugins.specs import make_problem
 
 # The estimate bounds the measured peak from above and by at most this factor. Measured at
 # N = 2000 (benchmarks/bench_memory_estimates.py): ratios 1.0-1.4 for the particle methods,
 # whose constants are rounded up from tracemalloc measurements; the margin covers allocator
 # reuse of arrays below glibc's 32 MiB mmap threshold, which the kernel's high-water mark
-# does not see (harness.memory). The sizes below keep the large arrays above it.
+# does not see (harness.core.memory). The sizes below keep the large arrays above it.
 FACTOR = 3.0
 needs_hwm = pytest.mark.skipif(not kernel_high_water_mark(),
                                reason="needs the kernel's resident high-water mark (Linux)")

@@ -1,6 +1,6 @@
-"""Exact GP regression (harness/gpr.py, MATH.md §12): the log evidence against dense and closed
-forms, its gradient against central differences, the optimum against a brute-force grid on the
-PRML sine example, the predictive distribution against the direct formula, and bad input."""
+"""Exact GP regression (harness/core/gpr.py, docs/math.md §12): the log evidence against dense and
+closed forms, its gradient against central differences, the optimum against a brute-force grid on
+the PRML sine example, the predictive distribution against the direct formula, and bad input."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from harness.datasets.sine import sine_data
-from harness.errors import InputError
-from harness.gpr import (
+from harness.core.errors import InputError
+from harness.core.gpr import (
     GaussianProcessRegressor,
     factorise,
     grid_maximum,
@@ -20,8 +19,9 @@ from harness.gpr import (
     log_evidence,
     log_evidence_grid,
 )
-from harness.kernels import PRML, RBF, Linear
-from harness.numdiff import central_difference
+from harness.core.kernels import PRML, RBF, Linear
+from harness.core.numdiff import central_difference
+from harness.datasets.sine import sine_data
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

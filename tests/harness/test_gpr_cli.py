@@ -1,4 +1,4 @@
-"""`python -m harness gpr` (harness/gpr_cli.py) and its band figure (report/gpr_figure.py)."""
+"""`python -m harness gpr` (harness/cli/gpr.py) and its band figure (report/gpr_figure.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from harness.cli import EXIT_BAD_INPUT, main
+from harness.cli.args import EXIT_BAD_INPUT
+from harness.cli.main import main
+from harness.core.gpr import GaussianProcessRegressor, log_evidence
+from harness.core.kernels import RBF
 from harness.datasets.sine import sine_data
-from harness.gpr import GaussianProcessRegressor, log_evidence
-from harness.kernels import RBF
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -84,7 +85,7 @@ def test_gpr_command_bad_csv(tmp_path, capsys, content, fragment):
 
 
 def test_draw_gpr_band_and_errors(tmp_path):
-    from harness.errors import InputError
+    from harness.core.errors import InputError
     from harness.report.gpr_figure import draw_gpr, save_figure
 
     X, t = sine_data(n=8, seed=2)

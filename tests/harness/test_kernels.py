@@ -1,13 +1,14 @@
-"""Kernels (harness/kernels.py) in the papers' parameterisation (MATH.md §1, A.3 and A.65)."""
+"""Kernels (harness/core/kernels.py) in the papers' parameterisation (docs/math.md §1, A.3
+and A.65)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness.errors import InputError
-from harness.kernels import PRML, RBF, Linear, make_kernel
-from harness.numdiff import central_difference
+from harness.core.errors import InputError
+from harness.core.kernels import PRML, RBF, Linear, make_kernel
+from harness.core.numdiff import central_difference
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -37,7 +38,7 @@ def test_rbf_matrix_against_a_loop():
 
 def test_rbf_limits():
     A = np.array([[0.0], [1.0], [3.0]])
-    # alpha -> 0: K -> beta I (MATH.md §2: then R -> (1 + beta) I)
+    # alpha -> 0: K -> beta I (docs/math.md §2: then R -> (1 + beta) I)
     np.testing.assert_allclose(RBF(alpha=1e-6, beta=2.0)(A, A), 2.0 * np.eye(3), atol=1e-300)
     # alpha -> infinity: K -> beta everywhere
     np.testing.assert_allclose(RBF(alpha=1e12, beta=2.0)(A, A), 2.0, rtol=1e-10)

@@ -1,4 +1,4 @@
-"""Hard per-job limits (harness.limits): a job past its CPU-time or memory limit is stopped
+"""Hard per-job limits (harness.model.limits): a job past its CPU-time or memory limit is stopped
 whatever the method does, set-up counts, and a cached set-up does not change a job's status."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import time
 import numpy as np
 import pytest
 
-from harness.deadline import TimeLimitExceeded, charged, check_deadline, cpu_time_limit
-from harness.limits import Limits, call_in_child, data_size
-from harness.plugin_file import read_method_file
-from harness.registry import get_method
-from harness.runner import run_one
-from harness.spec import make_problem
+from harness.core.deadline import TimeLimitExceeded, charged, check_deadline, cpu_time_limit
+from harness.execution.runner import run_one
+from harness.model.limits import Limits, call_in_child, data_size
+from harness.plugins.method_files import read_method_file
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 from harness import Method
-from harness.estimate import Estimate
-from harness.reorder import cached
+from harness.model.result import Estimate
+from harness.model.ordered import cached
 
 
 def spin():
@@ -208,7 +208,7 @@ def test_a_local_cluster_worker_stops_a_job_at_its_limit(tmp_path):
     stopped, the worker lives on, and every job carries the worker's memory share."""
     from collections import Counter
 
-    from harness.store import ResultStore
+    from harness.execution.store import ResultStore
     from harness.sweep.driver import run_sweep
 
     (tmp_path / "misbehaving.py").write_text(PLUGIN)

@@ -1,14 +1,14 @@
-"""harness.memory: the peak extra memory of a block, by the kernel's high-water mark or by
+"""harness.core.memory: the peak extra memory of a block, by the kernel's high-water mark or by
 tracemalloc, within a few MiB of what the block allocated.
 
 Arrays here are larger than glibc's largest dynamic mmap threshold (32 MiB), so they are
 always fresh pages: smaller ones may reuse memory the allocator already holds, which is not
-new resident memory (see harness.memory)."""
+new resident memory (see harness.core.memory)."""
 
 import numpy as np
 import pytest
 
-from harness import memory
+from harness.core import memory
 
 
 def _touch(mib: int) -> float:

@@ -1,15 +1,15 @@
-"""harness.method: the optional split interface's defaults and the even budget split."""
+"""harness.model.method: the optional split interface's defaults and the even budget split."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.qmc import split_budget as qmc_split
 from harness.datasets.linear1d import linear1d
-from harness.errors import InputError
-from harness.estimate import Estimate
-from harness.method import Method, split_evenly
-from harness.qmc import split_budget as qmc_split
+from harness.model.method import Method, split_evenly
+from harness.model.result import Estimate
 
 
 @pytest.fixture(scope="module")

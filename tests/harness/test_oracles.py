@@ -1,8 +1,8 @@
-"""The exact oracles (harness/oracles.py) against closed forms, brute force and limits.
+"""The exact oracles (harness/core/oracles.py) against closed forms, brute force and limits.
 
 one_factor_integral(a, b) = log ∫ φ(u) ∏ Φ(a_i u) du (and J*_j for the slopes b_j) is the ground
 truth of every exact problem family, so it is checked against answers that do not use it:
-the N = 1, 2, 3 orthant closed forms (MATH.md §2), brute-force Monte Carlo, and limits.
+the N = 1, 2, 3 orthant closed forms (docs/math.md §2), brute-force Monte Carlo, and limits.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from harness.oracles import one_factor_integral
+from harness.core.oracles import one_factor_integral
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 TWO_PI = 2.0 * np.pi
 
 
-# ---- closed forms (MATH.md §2) -----------------------------------------------------------
+# ---- closed forms (docs/math.md §2) -----------------------------------------------------------
 def orthant_2(r):
     """P(v1 >= 0, v2 >= 0) for unit variances and correlation r."""
     return 0.25 + np.arcsin(r) / TWO_PI
@@ -36,7 +36,7 @@ def correlations(S):
 
 
 def slopes(d):
-    """One-factor slopes a_i = d_i / sqrt(1 - d_i^2) of R_ij = d_i d_j (MATH.md §3a)."""
+    """One-factor slopes a_i = d_i / sqrt(1 - d_i^2) of R_ij = d_i d_j (docs/math.md §3a)."""
     d = np.asarray(d, float)
     return d / np.sqrt(1.0 - d**2)
 
@@ -96,7 +96,7 @@ def test_n2_known_value():
 
 # ---- test probabilities: J* = P3 / P2 for the linear kernel --------------------------------
 def linear_joint_cov(x, y, x_star, scale=1.0):
-    """[[C(K+I)C, C k*], [k*^T C, 1 + k**]] with K = scale x x^T, C = diag(y) (MATH.md §2)."""
+    """[[C(K+I)C, C k*], [k*^T C, 1 + k**]] with K = scale x x^T, C = diag(y) (docs/math.md §2)."""
     K = scale * np.outer(x, x)
     C = np.diag(y)
     k_star = scale * x * x_star

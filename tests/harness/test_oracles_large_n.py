@@ -1,6 +1,6 @@
-"""The exact oracles at N = 10^4 and 10^5 (issue 14, MATH.md §3), against an independent rule.
+"""The exact oracles at N = 10^4 and 10^5 (issue 14, docs/math.md §3), against an independent rule.
 
-The reference here shares nothing with harness.oracles but scipy's log_ndtr: its own Newton
+The reference here shares nothing with harness.core.oracles but scipy's log_ndtr: its own Newton
 iteration for the mode û and curvature H of g(u) = log φ_d(u) + Σ log Φ(a_i·u), and a tensor
 *trapezoid* rule in the whitened variable z (u = û + C z, C Cᵀ = H⁻¹) on a uniform grid of step
 h over [-T, T]^d. For an analytic integrand of unit width the trapezoid error is
@@ -26,8 +26,8 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr, logsumexp
 
-from harness import oracles
-from harness.oracles import low_rank_integral, one_factor_integral
+from harness.core import oracles
+from harness.core.oracles import low_rank_integral, one_factor_integral
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -72,7 +72,7 @@ def trapezoid(A, B=None, h: float = 0.3, half: float = 9.0, exact_sum: bool = Fa
 
 def onefactor_slopes(n: int, seed: int = 1, lo: float = -0.99, hi: float = 0.99,
                      random_signs: bool = False) -> np.ndarray:
-    """The slopes a_i = d_i / sqrt(1 - d_i²) of harness.datasets.onefactor (MATH.md §3a)."""
+    """The slopes a_i = d_i / sqrt(1 - d_i²) of harness.datasets.onefactor (docs/math.md §3a)."""
     rng = np.random.default_rng(seed)
     d = rng.uniform(lo, hi, n)
     if random_signs:
@@ -93,7 +93,7 @@ def _close(got: float, ref: float) -> None:
     assert abs(got - ref) <= RTOL_LOG * abs(ref), (got, ref, (got - ref) / abs(ref))
 
 
-# ---- one-factor orthant (MATH.md §3a) and linear kernel, one feature (§3b) ---------------
+# ---- one-factor orthant (docs/math.md §3a) and linear kernel, one feature (§3b) ---------------
 @pytest.mark.parametrize("n", [10_000, pytest.param(100_000, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("hard", [False, True], ids=["paper-range", "hard"])
 def test_one_factor_log_integral_at_large_n(n, hard):
@@ -115,7 +115,7 @@ def test_linear_one_feature_with_test_points_at_large_n(n):
     assert 0 < probs.min() < 0.3 and 0.7 < probs.max() < 1    # the test points discriminate
 
 
-# ---- linear kernel, d = 1..3 features: Laplace-centred Gauss–Hermite (MATH.md §3c) --------
+# ---- linear kernel, d = 1..3 features: Laplace-centred Gauss–Hermite (docs/math.md §3c) --------
 @pytest.mark.parametrize(("n", "d", "beta"), [
     (10_000, 1, 1.0), (10_000, 2, 9.0),
     pytest.param(5_000, 3, 1.0, marks=pytest.mark.slow),

@@ -1,4 +1,4 @@
-"""harness.partdata: log-sums survive a strict JSON round trip exactly, -inf as None."""
+"""harness.core.partdata: log-sums survive a strict JSON round trip exactly, -inf as None."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
+from harness.core.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
 
 
 def test_log_sums_round_trip_exactly_through_strict_json():

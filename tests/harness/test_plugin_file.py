@@ -1,5 +1,5 @@
-"""Methods from a file (harness.plugin_file): `run --method path.py:Class`, sweep files, job
-keys that follow the file's content, and the source travelling with the job spec."""
+"""Methods from a file (harness.plugins.method_files): `run --method path.py:Class`, sweep files,
+job keys that follow the file's content, and the source travelling with the job spec."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import plugin_file, registry
-from harness.cli import EXIT_BAD_INPUT, main
-from harness.errors import InputError
+from harness.cli.args import EXIT_BAD_INPUT
+from harness.cli.main import main
+from harness.core.errors import InputError
+from harness.plugins import method_files as plugin_file
+from harness.plugins import registry
 from harness.sweep.execute import run_job
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep, parse_sweep
@@ -49,7 +51,7 @@ def test_run_json_with_a_method_file(tmp_path, method_file):
 @pytest.mark.parametrize("ref, text, words", [
     ("missing.py:MySov", None, "method file 'missing.py' does not exist"),
     ("mine.py:Nope", "", "has no class 'Nope' (classes there: MySov)"),
-    ("mine.py:NotAMethod", "", "not a subclass of harness.method.Method"),
+    ("mine.py:NotAMethod", "", "not a subclass of harness.model.method.Method"),
     ("mine.py:Bare", "from harness.methods.sov import Sov\nclass Bare(Sov):\n    name = ''\n"
      "    summary = ''\n", "no `name` class attribute"),
     ("mine.py:MySov", "import numpy\n\nx = 1 +\n", "mine.py:3 failed to load: SyntaxError"),
@@ -139,7 +141,7 @@ def test_a_worker_loads_the_method_from_the_job_spec(tmp_path, method_file):
     expected = run_job(job.spec())
     assert expected["status"] == "ok", expected["reason"]
     path.unlink()
-    plugin_file._LOADED.clear()                       # forget it, as a new worker would
+    registry._FROM_FILES.clear()                      # forget it, as a new worker would
     registry.clear_cache()
     for name in [m for m in sys.modules if m.startswith(plugin_file.MODULE_PREFIX)]:
         del sys.modules[name]

@@ -1,4 +1,4 @@
-"""Problems (harness/problem.py): class ordering, the orthant covariance, the appended test
+"""Problems (harness/model/problem.py): class ordering, the orthant covariance, the appended test
 variables, and input validation."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from harness.errors import InputError
-from harness.kernels import RBF, Linear
-from harness.problem import ORDERS, Problem, Truth, check_labels, class_order
+from harness.core.errors import InputError
+from harness.core.kernels import RBF, Linear
+from harness.model.problem import ORDERS, Problem, Truth, check_labels, class_order
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -328,9 +328,9 @@ def built(p) -> list[str]:
 
 
 def test_onefactor_at_large_n_builds_without_dense_matrices():
+    from harness.core.memory import peak_memory
+    from harness.core.oracles import one_factor_integral
     from harness.datasets.onefactor import onefactor
-    from harness.memory import peak_memory
-    from harness.oracles import one_factor_integral
 
     n = 20000
     with peak_memory() as mem:
@@ -350,8 +350,8 @@ def test_onefactor_at_large_n_builds_without_dense_matrices():
 
 
 def test_rbf_problem_at_large_n_builds_without_dense_matrices():
+    from harness.core.memory import peak_memory
     from harness.datasets.gauss2class import gauss2class
-    from harness.memory import peak_memory
 
     n = 16384
     with peak_memory() as mem:
@@ -401,7 +401,7 @@ def test_linear_kernel_problems_are_low_rank():
 
 
 def test_orthant_problem_from_a_representation():
-    from harness.covariance import KernelCovariance, OneFactorCovariance
+    from harness.core.covariance import KernelCovariance, OneFactorCovariance
 
     d = np.array([0.3, -0.5, 0.9])
     p = Problem.orthant("o", OneFactorCovariance(d))

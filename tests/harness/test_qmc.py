@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.errors import InputError
-from harness.qmc import (
+from harness.core.errors import InputError
+from harness.core.qmc import (
     KINDS,
     PointSet,
     batch_error,

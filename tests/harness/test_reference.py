@@ -1,5 +1,6 @@
-"""The reference procedure (harness.reference): rounds of keyed parts combined exactly, stopping
-at the targets or the budget/CPU, its checks, the CLI, and its calibration against exact truth.
+"""The reference procedure (harness.references.compute): rounds of keyed parts combined exactly,
+stopping at the targets or the budget/CPU, its checks, the CLI, and its calibration against exact
+truth.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from harness import reference as ref
-from harness.cli import main
-from harness.errors import InputError
-from harness.registry import get_method
-from harness.seeding import rng_for
-from harness.spec import make_problem
+from harness.cli.main import main
+from harness.core.errors import InputError
+from harness.core.seeding import rng_for
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
+from harness.references import compute as ref
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -179,8 +180,8 @@ def test_reference_command_writes_json_a_file_and_the_store(tmp_path, capsys):
 
 
 def test_a_failed_reference_is_one_line_and_exit_1(monkeypatch, capsys):
-    from harness.estimate import Estimate
     from harness.methods.sov import Sov
+    from harness.model.result import Estimate
 
     monkeypatch.setattr(Sov, "combine_parts",
                         lambda self, problem, parts: Estimate.failed("all weights zero"))

@@ -11,15 +11,15 @@ import json
 import numpy as np
 import pytest
 
-from harness import reference_data as rd
-from harness.errors import InputError
-from harness.kernels import RBF
-from harness.problem import Problem
-from harness.report import aggregate as agg
+from harness.analysis import aggregate as agg
+from harness.core.errors import InputError
+from harness.core.kernels import RBF
+from harness.execution.runner import truth_metrics
+from harness.execution.store import ResultStore
+from harness.model import reference_values as rd
+from harness.model.problem import Problem
+from harness.plugins.specs import make_problem
 from harness.report import build
-from harness.runner import truth_metrics
-from harness.spec import make_problem
-from harness.store import ResultStore
 
 
 def gpc(alpha=2.0, shift=0.0, n=12, n_test=3, name="toy", test_shift=0.0, flip=False):
@@ -35,7 +35,7 @@ def gpc(alpha=2.0, shift=0.0, n=12, n_test=3, name="toy", test_shift=0.0, flip=F
 
 
 def record_for(problem, lz=-7.5, se=0.01, probs=None, pse=None, **extra):
-    """A reference record as harness.reference.compute_reference writes it (by hand)."""
+    """A reference record as harness.references.compute.compute_reference writes it (by hand)."""
     n_test = problem.n_test
     probs = [0.3] * n_test if probs is None else probs
     pse = [1e-4] * n_test if pse is None else pse
@@ -271,7 +271,7 @@ def test_a_shipped_reference_is_valid_and_matches_its_preset(name):
 def test_a_shipped_reference_is_reproduced_bit_for_bit():
     """Rerunning the procedure with the shipped record's settings gives its numbers exactly
     (if a change to the methods breaks this, recompute the references: sweeps/references.sh)."""
-    from harness.reference import compute_reference
+    from harness.references.compute import compute_reference
 
     [shipped] = rd.shipped("gauss-p5")
     t = shipped["targets"]

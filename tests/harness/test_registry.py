@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from harness import registry
-from harness.errors import InputError
+from harness.core.errors import InputError
+from harness.plugins import registry
 
 
 @pytest.fixture
@@ -19,10 +19,10 @@ def third_party(install_plugin):
     """A fake installed distribution that registers one method and one problem family."""
     return install_plugin("thirdparty_plugin", '''
         import numpy as np
-        from harness.estimate import Estimate
-        from harness.family import ProblemFamily
-        from harness.method import Method
-        from harness.problem import Problem
+        from harness.model.result import Estimate
+        from harness.model.family import ProblemFamily
+        from harness.model.method import Method
+        from harness.model.problem import Problem
 
         class Coin(Method):
             name = "coin"
@@ -64,8 +64,8 @@ def test_unknown_names_are_clear_errors():
 
 
 BAD_PLUGINS = '''
-    from harness.estimate import Estimate
-    from harness.method import Method
+    from harness.model.result import Estimate
+    from harness.model.method import Method
 
     class Good(Method):
         name = "good"
@@ -95,7 +95,7 @@ BAD = {  # entry point -> (target, what the warning says)
     "noname": ("bad_plugins:NoName", "no `name` class attribute"),
     "no-summary": ("bad_plugins:NoSummary", "an empty `summary`"),
     "no-default": ("bad_plugins:NoDefault", "settings without defaults: scale"),
-    "not-a-method": ("bad_plugins:NotAMethod", "is not a subclass of harness.method.Method"),
+    "not-a-method": ("bad_plugins:NotAMethod", "is not a subclass of harness.model.method.Method"),
     "missing": ("bad_plugins:Missing", "cannot be imported: AttributeError"),
     "unimportable": ("no_such_module:Cls", "cannot be imported: ModuleNotFoundError"),
     "misnamed": ("bad_plugins:Good", "its `name` is 'good', but it is registered as 'misnamed'"),

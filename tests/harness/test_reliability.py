@@ -1,12 +1,13 @@
-"""The unreliable-status rules (harness.reliability) and the contract of an unreliable Estimate."""
+"""The unreliable-status rules (harness.model.reliability) and the contract of an unreliable
+Estimate."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness import reliability as rel
-from harness.estimate import STATUSES, Estimate
+from harness.model import reliability as rel
+from harness.model.result import STATUSES, Estimate
 
 HEALTHY = {"ess": 44.0, "max_weight_share": 0.07, "randomisations": 10,
            "top_randomisation_share": 0.85, "randomisations_effective": 1.4}

@@ -1,4 +1,4 @@
-"""Univariate and block reordering while factorising (harness.reorder)."""
+"""Univariate and block reordering while factorising (harness.core.reorder)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pytest
 from scipy.special import log_ndtr, ndtr
 from scipy.stats import norm
 
+from harness.core.reorder import mills, pivoted_cholesky
 from harness.datasets.linear1d import linear1d
-from harness.reorder import mills, ordered_problem, pivoted_cholesky
+from harness.model.ordered import ordered_problem
 
 
 def _random_orthant_cov(n, seed):

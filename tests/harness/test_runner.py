@@ -1,5 +1,5 @@
-"""harness/runner.py: the optional peak-memory tracing of run_method; an error's reason names
-the method's file and line (harness.debugging), raise_errors re-raises it."""
+"""harness/execution/runner.py: the optional peak-memory tracing of run_method; an error's reason
+names the method's file and line (harness.model.debugging), raise_errors re-raises it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from harness.registry import get_method
-from harness.runner import run_method
-from harness.spec import make_problem
+from harness.execution.timed import run_method
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
 
 
 def test_trace_memory_off_gives_the_same_estimate_without_a_peak():
@@ -27,8 +27,8 @@ def test_trace_memory_off_gives_the_same_estimate_without_a_peak():
 
 RAISING = '''
     import numpy as np
-    from harness.estimate import Estimate
-    from harness.method import Method
+    from harness.model.result import Estimate
+    from harness.model.method import Method
 
     def helper(n):
         return list(range(0, n, 0))                  # line 7: raises ValueError

@@ -1,5 +1,5 @@
-"""Botev's saddle point by damped Newton (harness.saddle_point, MATH.md §7): the eliminated
-Newton step against the full Jacobian, and the solution against MINPACK hybrj."""
+"""Botev's saddle point by damped Newton (harness.core.saddle_point, docs/math.md §7): the
+eliminated Newton step against the full Jacobian, and the solution against MINPACK hybrj."""
 
 from __future__ import annotations
 
@@ -9,12 +9,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from harness.datasets.gauss2class import gauss2class
-from harness.datasets.linear1d import linear1d
-from harness.datasets.onefactor import onefactor
-from harness.problem import Problem
-from harness.reorder import ordered_problem
-from harness.saddle_point import (
+from harness.core.saddle_point import (
     SaddleSystem,
     TriangularFactor,
     mills_and_slope,
@@ -22,8 +17,13 @@ from harness.saddle_point import (
     solve_saddle_point,
     solve_saddle_point_hybr,
 )
-from harness.spec import make_problem
-from harness.truncnorm import inverse_mills
+from harness.core.truncnorm import inverse_mills
+from harness.datasets.gauss2class import gauss2class
+from harness.datasets.linear1d import linear1d
+from harness.datasets.onefactor import onefactor
+from harness.model.ordered import ordered_problem
+from harness.model.problem import Problem
+from harness.plugins.specs import make_problem
 
 
 def _rbf_orthant(n, seed, length=0.1, beta=1.0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.sequential import CholeskyWalk, Resample
+from harness.core.sequential import CholeskyWalk, Resample
 
 
 def _random_chol(n, seed):

@@ -1,15 +1,15 @@
-"""Problem specs and families (harness/spec.py, harness/family.py): `family:key=value,...`,
-preset names with overrides, and clear errors for everything else."""
+"""Problem specs and families (harness/plugins/specs.py, harness/model/family.py):
+`family:key=value,...`, preset names with overrides, and clear errors for everything else."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness.errors import InputError
-from harness.family import canonical_name
-from harness.registry import presets, problem_families
-from harness.spec import make_problem, parse_pairs, split_spec
+from harness.core.errors import InputError
+from harness.model.family import canonical_name
+from harness.plugins.registry import presets, problem_families
+from harness.plugins.specs import make_problem, parse_pairs, split_spec
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -78,7 +78,7 @@ def test_linear1d_presets(preset):
 
 def test_preset_parameters_follow_math_notes():
     table = {name: params for name, (_, params) in presets().items()}
-    # MATH.md §11 (P1, P3, P4 partly reconstructed there)
+    # docs/math.md §11 (P1, P3, P4 partly reconstructed there)
     assert table["linear1d-p1"] == {"n_train": 100, "n_test": 50, "mu_neg": 0.0,
                                     "mu_pos": 1.0, "sd_neg": 0.5, "sd_pos": 0.5}
     assert (table["linear1d-p2"]["mu_neg"], table["linear1d-p2"]["mu_pos"]) == (0.0, 1.0)

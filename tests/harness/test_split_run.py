@@ -1,4 +1,4 @@
-"""harness.split: one estimate split into parts, in this process and on real local Dask
+"""harness.execution.split: one estimate split into parts, in this process and on real local Dask
 clusters (worker processes): exact recombination, bit-identical numbers for any number of
 workers, a killed worker, stored parts not rerun, failing parts as records."""
 
@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.errors import InputError
-from harness.plugin_file import read_method_file
-from harness.seeding import rng_for
-from harness.spec import make_problem
-from harness.split import (
+from harness.cli.main import main
+from harness.core.errors import InputError
+from harness.core.seeding import rng_for
+from harness.execution.split import (
     AUTO_MAX_PARTS,
     combine_record,
     part_budgets,
@@ -25,7 +23,9 @@ from harness.split import (
     run_part,
     run_split,
 )
-from harness.store import ResultStore
+from harness.execution.store import ResultStore
+from harness.plugins.method_files import read_method_file
+from harness.plugins.specs import make_problem
 
 TOY = read_method_file(f"{Path(__file__).with_name('toy_split_method.py')}:ToyOrthantMC")
 PROBLEM = "linear1d:n_train=4,n_test=3"
@@ -79,7 +79,7 @@ def test_parts_are_independent_streams_and_combine_exactly():
         "log_marginal_likelihood_se"]
     assert record["true_log_marginal_likelihood"] == truth and record["mae"] < 0.02
     # the fields of an unsplit record, and plain cost sums
-    from harness.runner import run_one
+    from harness.execution.runner import run_one
     plain = run_one(problem, method, 1000, rng_for(KEY))
     assert set(plain) <= set(record)
     assert record["budget"] == 40000 and record["method"] == "toy-orthant-mc"
@@ -161,7 +161,7 @@ def test_real_methods_split_exactly(name):
     """sov and rejection-bootstrap (hard count) through run_split: the record is the method's
     combination of its own parts on the part streams; sov's log Ẑ is within 4 of its SEs of
     the exact truth (rejection-bootstrap's SE is checked by its own tests)."""
-    from harness.registry import get_method
+    from harness.plugins.registry import get_method
 
     record = real(name)
     problem, method = make_problem(REAL_PROBLEM), get_method(name)(**REAL[name])
@@ -180,7 +180,7 @@ def test_real_methods_split_exactly(name):
 
 
 def test_one_and_three_workers_give_bit_identical_numbers():
-    from harness.sweep.cluster import connect
+    from harness.execution.cluster import connect
 
     here = {"toy": split(parts=6), "sov": real("sov", parts=6)}
     results = {}
@@ -208,7 +208,7 @@ KILL_CASES = {   # each part long enough to be in flight when a worker is killed
 def test_a_worker_killed_mid_estimate(tmp_path, case):
     """A worker process dies while it runs a part: the scheduler reruns that part elsewhere;
     every part is delivered and stored once, and the estimate equals the uninterrupted one."""
-    from harness.sweep.cluster import connect
+    from harness.execution.cluster import connect
 
     reference = KILL_CASES[case]()
     store = ResultStore(tmp_path / "parts.sqlite")

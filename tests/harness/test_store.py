@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.store import ResultStore, StoreDamaged, StoreFull, damage, held_paths
-from harness.store_lock import StoreBusy, StoreLock, lock_path
+from harness.cli.main import main
+from harness.execution.store import ResultStore, StoreDamaged, StoreFull, damage, held_paths
+from harness.execution.store_lock import StoreBusy, StoreLock, lock_path
 from harness.sweep.execute import run_job
 from harness.sweep.plan import plan
 from harness.sweep.spec import parse_sweep
@@ -89,7 +89,7 @@ def _one_line(capsys) -> str:
 @pytest.fixture
 def no_cluster(monkeypatch):
     """Any attempt to start or reach a cluster (i.e. to run a job) fails the test."""
-    from harness.sweep import cluster
+    from harness.execution import cluster
 
     def refuse(*args, **kwargs):
         raise AssertionError("a cluster was started: jobs would run")
@@ -239,7 +239,7 @@ def test_a_held_line_cut_short_is_skipped(clean_store, tmp_path):
 # ---- 3. one writer: a second client is refused; a dead one's lock is taken over ------------
 HOLDER = textwrap.dedent("""\
     import sys
-    from harness.store import ResultStore
+    from harness.execution.store import ResultStore
     store = ResultStore(sys.argv[1])
     print("holding", flush=True)
     sys.stdin.read()

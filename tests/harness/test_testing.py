@@ -1,5 +1,5 @@
-"""harness.testing: each generic check fails on a planted bug with a message saying why, skips
-only with a reason, and check_method's report is one readable AssertionError."""
+"""harness.plugins.checks: each generic check fails on a planted bug with a message saying why,
+skips only with a reason, and check_method's report is one readable AssertionError."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.estimate import Estimate
-from harness.method import Method
 from harness.methods.sov import Sov
-from harness.testing import (
+from harness.model.method import Method
+from harness.model.result import Estimate
+from harness.plugins.checks import (
     CHECKS,
     check_method,
     parametrize_with_checks,
@@ -172,7 +172,7 @@ def test_check_method_raises_one_readable_report():
         check_method(Shifted)
     text = str(info.value)
     lines = text.splitlines()
-    assert lines[0] == ("harness.testing checks of method 'shifted' (Shifted): 6 passed, "
+    assert lines[0] == ("harness.plugins.checks checks of method 'shifted' (Shifted): 6 passed, "
                         "2 failed, 0 skipped")
     assert any(line.startswith("  FAILED   accuracy") for line in lines)
     assert any(line.startswith("  passed   determinism") for line in lines)

@@ -1,4 +1,4 @@
-"""The tile-low-rank Cholesky (harness.tlr) against the dense factor at small N."""
+"""The tile-low-rank Cholesky (harness.core.tlr) against the dense factor at small N."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from harness.covariance import (
+from harness.core.covariance import (
     DenseCovariance,
     KernelCovariance,
     LowRankCovariance,
     OneFactorCovariance,
 )
-from harness.kernels import RBF, Linear
-from harness.memory import peak_memory
-from harness.reorder import kdtree_order, pivoted_cholesky
-from harness.tlr import compress_tile, compress_tiles, tlr_cholesky
+from harness.core.kernels import RBF, Linear
+from harness.core.memory import peak_memory
+from harness.core.reorder import kdtree_order, pivoted_cholesky
+from harness.core.tlr import compress_tile, compress_tiles, tlr_cholesky
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -62,7 +62,7 @@ CASES = _cases()
 @pytest.mark.parametrize("tolerance", [0.0, 1e-6, 1e-3])
 def test_factor_against_the_dense_cholesky(case, tolerance):
     """Tile by tile: L~ L~^T - R has zero diagonal tiles and off-diagonal tiles within
-    tau |L~_cc|_2 (the backward error of harness.tlr), the same for the test rows; and
+    tau |L~_cc|_2 (the backward error of harness.core.tlr), the same for the test rows; and
     |L - L~|_F within the first-order perturbation bound |L|_2 |L^{-1}|_2^2 |Delta|_F (x2)."""
     cov, tile, order = CASES[case]
     f = tlr_cholesky(cov, tile, tolerance, order=order)

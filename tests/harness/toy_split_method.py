@@ -1,10 +1,10 @@
-"""A toy method that splits (tests of harness.split): plain Monte Carlo of the orthant
+"""A toy method that splits (tests of harness.execution.split): plain Monte Carlo of the orthant
 probability Z = P(v >= 0), v = L z ~ N(0, R), whose part statistics are sums.
 
 Ẑ = hits / samples; the test probabilities are the ratio estimator over the hits,
-P(y*_j = 1 | y) ≈ Σ_hits Φ((z W)_j / s_j) / hits (MATH.md §4's shared Cholesky walk, here
+P(y*_j = 1 | y) ≈ Σ_hits Φ((z W)_j / s_j) / hits (docs/math.md §4's shared Cholesky walk, here
 without weights). Parts are independent sample sets: their hits and test sums add exactly.
-Loaded as a method file (harness.plugin_file), so Dask workers get it with the part specs.
+Loaded as a method file (harness.plugins.method_files), so Dask workers get it with the part specs.
 """
 
 import time
@@ -12,8 +12,8 @@ import time
 import numpy as np
 from scipy.special import ndtr
 
-from harness.estimate import Estimate
-from harness.method import Method, split_evenly
+from harness.model.method import Method, split_evenly
+from harness.model.result import Estimate
 
 
 class ToyOrthantMC(Method):

@@ -7,17 +7,22 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 
+from harness.core.errors import InputError
+from harness.core.kernels import RBF
 from harness.datasets.linear1d import FAMILY as LINEAR1D
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
-from harness.kernels import RBF
-from harness.latent import jitter_effect_linear1d, latent_prior, log_ndtr_array, predict_from_means
 from harness.methods.ais import combine_ais, temperature_schedule
 from harness.methods.ess import EllipticalSlice
 from harness.methods.hmc import HamiltonianMC
-from harness.problem import Problem
-from harness.registry import methods
+from harness.model.latent import (
+    jitter_effect_linear1d,
+    latent_prior,
+    log_ndtr_array,
+    predict_from_means,
+)
+from harness.model.problem import Problem
+from harness.plugins.registry import methods
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

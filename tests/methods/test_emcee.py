@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.metrics import mae
 from harness.datasets.linear1d import linear1d
-from harness.errors import InputError
 from harness.methods.emcee_baseline import EmceeEnsemble
-from harness.metrics import mae
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 
+from harness.core.kernels import RBF
+from harness.core.metrics import mae
 from harness.datasets.linear1d import FAMILY as LINEAR1D
 from harness.datasets.linear1d import linear1d
-from harness.kernels import RBF
+from harness.execution.runner import run_one
 from harness.methods.ep import EPState, ExpectationPropagation, probit_moments
-from harness.metrics import mae
-from harness.problem import Problem
-from harness.runner import run_one
+from harness.model.problem import Problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.metrics import mae
 from harness.datasets.linear1d import FAMILY as LINEAR1D
 from harness.datasets.linear1d import linear1d
 from harness.methods.ess import EllipticalSlice
-from harness.metrics import mae
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

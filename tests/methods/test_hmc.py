@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.metrics import mae
 from harness.datasets.linear1d import FAMILY as LINEAR1D
-from harness.errors import InputError
 from harness.methods.hmc import HamiltonianMC, gaussian_leapfrog_acceptance, prior_step_size
-from harness.metrics import mae
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.kernels import RBF
+from harness.core.metrics import mae
 from harness.datasets.linear1d import FAMILY as LINEAR1D
 from harness.datasets.linear1d import linear1d
-from harness.kernels import RBF
+from harness.execution.runner import run_one
 from harness.methods.laplace import LaplaceApproximation, probit_derivatives
-from harness.metrics import mae
-from harness.problem import Problem
-from harness.runner import run_one
+from harness.model.problem import Problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.saddle_point import saddle_point_system
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
 from harness.methods.minimax_tilting import MinimaxTilting
 from harness.methods.rejection_bootstrap import RejectionBootstrap
-from harness.saddle_point import saddle_point_system
-from harness.spec import make_problem
+from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -45,7 +45,7 @@ def test_saddle_point_solves_the_system():
 
 def test_an_unconverged_saddle_point_still_estimates_and_says_so(monkeypatch):
     import harness.methods.minimax_tilting as mt
-    from harness.saddle_point import solve_saddle_point
+    from harness.core.saddle_point import solve_saddle_point
 
     monkeypatch.setattr(mt, "solve_saddle_point", lambda L: solve_saddle_point(L, max_iter=1))
     problem = onefactor(n=40, seed=6, dmin=0.95, dmax=0.999, random_signs=True)

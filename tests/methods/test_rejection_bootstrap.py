@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.metrics import mae, mape_percent
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
 from harness.methods.rejection_bootstrap import RejectionBootstrap
-from harness.metrics import mae, mape_percent
-from harness.spec import make_problem
+from harness.plugins.specs import make_problem
 
 
 def test_identity_covariance_is_exact_for_the_soft_count():

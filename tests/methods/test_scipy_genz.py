@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from harness.core.errors import InputError
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
 from harness.methods import scipy_genz
 from harness.methods.scipy_genz import ScipyGenz, scipy_orthant
-from harness.problem import Problem
+from harness.model.problem import Problem
 
 
 @pytest.mark.parametrize("abseps", [0.0, 1e-5])

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
 from harness.methods.rejection_bootstrap import RejectionBootstrap
 from harness.methods.sir import Sir, resample_indices
 from harness.methods.sov import Sov
-from harness.spec import make_problem
+from harness.plugins.specs import make_problem
 
 
 def _arcsine3(problem):

@@ -7,16 +7,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.core.errors import InputError
+from harness.core.kernels import RBF
+from harness.core.metrics import mae, mape_percent
 from harness.datasets.gauss2class import gauss2class
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
-from harness.kernels import RBF
 from harness.methods import sov as sov_module
 from harness.methods.sov import Sov
-from harness.metrics import mae, mape_percent
-from harness.problem import Problem
-from harness.spec import make_problem
+from harness.model.problem import Problem
+from harness.plugins.specs import make_problem
 
 POINTS = ["sobol", "lattice", "random"]
 
@@ -193,12 +193,12 @@ def test_bad_settings(setting, value):
        points=st.sampled_from(POINTS), seed=st.integers(0, 2**31))
 def test_ratio_estimates_are_always_inside_0_1(n_train, n_test, d, log_alpha, log_beta,
                                                points, seed):
-    """The shared-sample ratio estimator (C.7) lies strictly inside (0, 1) (MATH.md §2, §6)."""
+    """The shared-sample ratio estimator (C.7) lies strictly inside (0, 1) (docs/math.md §2, §6)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_train, d)) * 2
     y = rng.choice([-1, 1], size=n_train)
     Xs = rng.normal(size=(n_test, d)) * 2
-    from harness.kernels import RBF
+    from harness.core.kernels import RBF
 
     problem = Problem.classification("random", X, y, Xs, RBF(10**log_alpha, 10**log_beta))
     est = Sov(points=points, randomisations=4).estimate(problem, 64, rng)

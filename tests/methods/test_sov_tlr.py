@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
+from harness.core.qmc import PointSet
+from harness.core.sequential import CholeskyWalk, Resample
 from harness.datasets.gauss2class import gauss2class
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
 from harness.methods.sov import Sov, SovStep
 from harness.methods.sov_tlr import SovTlr, TileLowRankWalk
-from harness.qmc import PointSet
-from harness.reorder import ordered_problem
-from harness.sequential import CholeskyWalk, Resample
+from harness.model.ordered import ordered_problem
 
 
 def _dense_from_tiles(f):
@@ -135,7 +135,8 @@ def test_bad_settings(setting, value):
         SovTlr(**{setting: value})
 
 
-# ---- the tile-low-rank Cholesky (harness.tlr) inside sov-tlr ---------------------------------
+# ---- the tile-low-rank Cholesky (harness.core.tlr) inside sov-tlr
+# ---------------------------------
 @pytest.mark.parametrize("problem, reorder", [
     (onefactor(n=300, seed=3), "none"), (onefactor(n=250, seed=5), "block"),
     (linear1d(n_train=170, n_test=45, seed=4), "none"),

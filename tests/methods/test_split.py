@@ -4,7 +4,7 @@ For every splitting method (the SOV family through Sov, rejection-bootstrap): pa
 the streams rng_for({**key, "part": i}) combine to the same Estimate whatever order they ran in
 and after a strict JSON round trip; one part at budget b is the method's estimate at b; the
 combined Ẑ is the budget-weighted mean of the parts' Ẑ and J* the Ẑ-weighted mean of their J*
-(MATH.md §5, §6); and against exact truth the combined estimate lies within its own standard
+(docs/math.md §5, §6); and against exact truth the combined estimate lies within its own standard
 error.
 """
 
@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+from harness.core.qmc import split_budget as qmc_split
+from harness.core.seeding import rng_for
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.qmc import split_budget as qmc_split
-from harness.registry import get_method, methods
-from harness.seeding import rng_for
-from harness.spec import make_problem
+from harness.plugins.registry import get_method, methods
+from harness.plugins.specs import make_problem
 
 SPLITTING = [("sov", {}), ("sov", {"points": "lattice", "reorder": "univariate"}),
              ("sir", {}), ("minimax-tilting", {}), ("sov-tlr", {}),
@@ -106,7 +106,7 @@ def test_one_part_is_the_estimate_at_its_budget(name, settings, gpc):
 
 @pytest.mark.parametrize(("name", "settings"), SPLITTING, ids=IDS)
 def test_parts_combine_as_the_weighted_mean_of_their_estimates(name, settings, gpc):
-    """Ẑ = Σ_p (b_p / B) Ẑ_p and J* = Σ_p b_p Ẑ_p J*_p / Σ_p b_p Ẑ_p (MATH.md §5, §6),
+    """Ẑ = Σ_p (b_p / B) Ẑ_p and J* = Σ_p b_p Ẑ_p J*_p / Σ_p b_p Ẑ_p (docs/math.md §5, §6),
     computed here from each part's own estimate."""
     method = _method(name, settings)
     parts = _parts(method, gpc, 1500, 3)

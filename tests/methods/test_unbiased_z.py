@@ -1,5 +1,5 @@
 """Which methods' Ẑ (not log Ẑ) is unbiased for Z (Method.z_unbiased; pseudo-marginal MCMC
-over hyperparameters relies on it, MATH.md §12): the mean of many tiny-budget Ẑ on a 3-D
+over hyperparameters relies on it, docs/math.md §12): the mean of many tiny-budget Ẑ on a 3-D
 orthant with a closed form must equal Z within 4 standard errors of the mean."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.problem import Problem
-from harness.registry import get_method, methods
+from harness.model.problem import Problem
+from harness.plugins.registry import get_method, methods
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -1,10 +1,11 @@
 """No wrong answer stored as ok (issue 17, failure 7): the SOV family's own diagnostics mark a
-degenerate estimate `unreliable`, with the reason, and keep its numbers (harness.reliability).
+degenerate estimate `unreliable`, with the reason, and keep its numbers (harness.model.reliability).
 
 The two cases of the issue: an orthant with a 50 x 50 correlation matrix of condition ~1e15, and
 a linear kernel with inputs scaled by 1e6 (one feature, so that the one-dimensional oracle gives
 the exact log Z to compare with). On main both were stored as `ok` with log Ẑ off by 1e3 to
-1e11 nats. The quick sweep's problems must stay `ok` (measured thresholds: harness.reliability).
+1e11 nats. The quick sweep's problems must stay `ok` (measured thresholds:
+harness.model.reliability).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import pytest
 from scipy.stats import ortho_group
 
 from harness.api import as_problem
-from harness.oracles import one_factor_integral
-from harness.registry import get_method
+from harness.core.oracles import one_factor_integral
+from harness.plugins.registry import get_method
 
 SOV_FAMILY = ("sov", "sov-tlr", "sir", "minimax-tilting")
 QUICK = ["onefactor:n=100", "linear1d-p1", "linear1d-p2",
@@ -47,7 +48,7 @@ def ill_problem(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def scaled_problem(tmp_path_factory):
-    """Linear kernel, one feature scaled by 1e6, and its exact log Z (MATH.md §3b)."""
+    """Linear kernel, one feature scaled by 1e6, and its exact log Z (docs/math.md §3b)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal(60)
     y = np.where(x + 0.5 * rng.standard_normal(60) > 0, 1, -1)
@@ -94,7 +95,7 @@ def test_linear_kernel_with_huge_inputs_is_not_ok(scaled_problem, name):
 @pytest.mark.parametrize("name", SOV_FAMILY)
 def test_quick_sweep_problems_stay_ok(name):
     """Seed 0 of every quick-sweep problem at the method's quick budgets (10 seeds were
-    measured: smallest ESS 44, largest randomisation share 0.85; harness.reliability)."""
+    measured: smallest ESS 44, largest randomisation share 0.85; harness.model.reliability)."""
     for spec in QUICK:
         problem = as_problem(spec)
         for budget in QUICK_BUDGETS[name]:
@@ -123,7 +124,7 @@ def test_a_planted_degenerate_weight_is_caught(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SOV_FAMILY)
 def test_quick_sweep_problems_stay_ok_over_seeds(name):
-    """Seeds 1-5 (the thresholds were set from 10 seeds, harness.reliability)."""
+    """Seeds 1-5 (the thresholds were set from 10 seeds, harness.model.reliability)."""
     for spec in QUICK:
         problem = as_problem(spec)
         for budget in QUICK_BUDGETS[name]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core.errors import InputError
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.errors import InputError
 from harness.methods.vb_meanfield import VbMeanfield, truncated_moments
-from harness.spec import make_problem
+from harness.plugins.specs import make_problem
 
 
 def test_truncated_moments_against_scipy():

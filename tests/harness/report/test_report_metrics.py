@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from harness import metrics
-from harness.report import aggregate as agg
+from harness.analysis import aggregate as agg
+from harness.core import metrics
+from harness.execution.store import ResultStore
 from harness.report import tables
 from harness.report.style import Palette, fmt, fmt_budget, fmt_se
-from harness.store import ResultStore
 
 TRUE_LZ = -10.0
 TRUE_P = [0.25, 0.75]
@@ -308,7 +308,7 @@ def test_number_formats():
 
 
 def test_missing_store_is_a_clear_error(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["report", "--store", str(tmp_path / "nope.sqlite")]) == 2
     err = capsys.readouterr().err
@@ -375,12 +375,12 @@ def test_figures_build_their_palette_when_none_is_given(tmp_path):
     figures.close(specs)
 
 
-# ---- unreliable estimates (harness.reliability) -------------------------------------------
+# ---- unreliable estimates (harness.model.reliability) -------------------------------------------
 def test_unreliable_jobs_are_kept_with_their_numbers_but_shown_apart(tmp_path):
     """An unreliable job keeps its log Ẑ, probabilities and errors (jobs, export) but is not
     part of the cell's means, the consensus or the failures list; it has its own table."""
+    from harness.analysis.results import job_rows
     from harness.report import build_report
-    from harness.results import job_rows
 
     recs = [record(f"a{i}", "P", "A", 100, i, log_z=-10.1, probs=[0.25, 0.75]) for i in range(2)]
     recs.append(record("a-u", "P", "A", 100, 2, log_z=-4e10, probs=[0.9, 0.1],

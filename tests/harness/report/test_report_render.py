@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from matplotlib.backends.backend_pdf import PdfPages
 
-from harness.cli import main
-from harness.registry import get_method
+from harness.cli.main import main
+from harness.core.seeding import rng_for
+from harness.execution.runner import run_one
+from harness.execution.store import ResultStore
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
 from harness.report.pdf import PAGE
 from harness.report.style import Palette
-from harness.runner import run_one
-from harness.seeding import rng_for
-from harness.spec import make_problem
-from harness.store import ResultStore
 
 SPEC = "linear1d:n_train=40,n_test=10"
 BUDGETS = (200, 2000)

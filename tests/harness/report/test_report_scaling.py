@@ -2,7 +2,7 @@
 
 Hand-made stores with planted growth laws check the numbers (exponents, the fixed budget, the
 error column); a small real store (onefactor N = 64, 128, 256, two fast methods through
-harness.runner.run_one) checks that the section is drawn in the HTML and the PDF builds.
+harness.execution.runner.run_one) checks that the section is drawn in the HTML and the PDF builds.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from test_report_metrics import make_store, record, summary
 
-from harness.registry import get_method
-from harness.report import scaling
+from harness.core.seeding import rng_for
+from harness.execution.runner import run_one
+from harness.execution.store import ResultStore
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
+from harness.report import scaling, scaling_section
 from harness.report.build import build_report
 from harness.report.style import Palette
-from harness.runner import run_one
-from harness.seeding import rng_for
-from harness.spec import make_problem
-from harness.store import ResultStore
 
 SIZES = (256, 512, 1024, 2048)
 
@@ -115,7 +115,7 @@ def test_store_without_setup_times_and_without_truth(tmp_path):
     assert s.error_column == "med_abs_log_error" and s.error_against == "the consensus"
     assert abs(s.fits["A"]["error"].exponent - 0.5) < 0.05
     palette = Palette(data.methods, [])
-    keys = [f.key for f in scaling.sections(data, palette)[0].figures]
+    keys = [f.key for f in scaling_section.sections(data, palette)[0].figures]
     assert "scale-setup-fam" not in keys and "scale-sample-fam" in keys
 
 
@@ -162,10 +162,10 @@ def test_real_store_section_in_html_and_pdf(real_report):
 
 
 def test_real_store_exponents_are_sane(real_report, tmp_path):
-    """sov's per-sample cost is ~ N^2 (a dense walk, MATH.md §4) at best ~N; on tiny N the
+    """sov's per-sample cost is ~ N^2 (a dense walk, docs/math.md §4) at best ~N; on tiny N the
     overheads flatten it, so only bound it: a positive exponent below 2.5 for both methods."""
     written, _ = real_report
-    from harness.report.aggregate import load
+    from harness.analysis.aggregate import load
 
     data = load(written["html"].parent.parent / "scale.sqlite")
     s = scaling.scaling(data, "onefactor")

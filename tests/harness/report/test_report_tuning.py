@@ -8,11 +8,11 @@ import re
 import numpy as np
 import pytest
 
-from harness.report import aggregate as agg
+from harness.analysis import aggregate as agg
+from harness.execution.store import ResultStore
 from harness.report import build_report
 from harness.report import tuning as tun
 from harness.report.style import Palette
-from harness.store import ResultStore
 from harness.sweep.references import reference_key
 
 GRID = np.geomspace(0.1, 100.0, 7)            # log step ln(10) / 2

@@ -28,7 +28,7 @@ def test_paper_tables_shape_and_known_values():
             means = [row[b].mean for b in rep.PAPER_BUDGETS]
             assert means == sorted(means, reverse=True)        # error falls as M grows
             assert all(v.se > 0 for v in row.values())
-    # MATH.md §11: ≈ 0.25 / 0.10 / 0.11 % at 1e4 and 0.012 / 0.015 / 0.043 % at 3e6
+    # docs/math.md §11: ≈ 0.25 / 0.10 / 0.11 % at 1e4 and 0.012 / 0.015 / 0.043 % at 3e6
     assert [rep.TABLE1[n][10_000].mean for n in (50, 200, 500)] == [0.245, 0.101, 0.107]
     assert [rep.TABLE1[n][3_000_000].mean for n in (50, 200, 500)] == [0.012, 0.015, 0.043]
     assert set(rep.TABLE2) == set(rep.TABLE3) == set(rep.LINEAR1D_NOTES)

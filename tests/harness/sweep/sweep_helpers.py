@@ -35,7 +35,7 @@ def child_env() -> dict[str, str]:
 def refused(base: str, edit: tuple[str, str], key: str, words: str) -> str:
     """The InputError message of parse_sweep on `base` with one edit; it must name the file
     (bad.toml) and the key, and contain `words`."""
-    from harness.errors import InputError
+    from harness.core.errors import InputError
     from harness.sweep.spec import parse_sweep
 
     text = base.replace(*edit)

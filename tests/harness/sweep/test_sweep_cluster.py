@@ -13,8 +13,8 @@ import cloudpickle
 import pytest
 from sweep_helpers import stored_jobs, wait_for
 
-from harness.cli import main
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.execution.store import ResultStore
 from harness.sweep.execute import failure_record
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep
@@ -66,7 +66,7 @@ def log_counts(store: Path) -> Counter:
 
 
 def _problem_cache_info() -> dict:
-    from harness.spec import make_problem
+    from harness.plugins.specs import make_problem
     return make_problem.cache_info()._asdict()
 
 

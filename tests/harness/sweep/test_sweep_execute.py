@@ -9,13 +9,14 @@ import time
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.deadline import TimeLimitExceeded, check_deadline, cpu_time_limit
-from harness.registry import get_method
-from harness.runner import run_method
-from harness.spec import make_problem
-from harness.store import ResultStore
-from harness.sweep.execute import environment_facts, failure_record, run_job
+from harness.cli.main import main
+from harness.core.deadline import TimeLimitExceeded, check_deadline, cpu_time_limit
+from harness.execution.provenance import environment_facts
+from harness.execution.store import ResultStore
+from harness.execution.timed import run_method
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
+from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import plan
 from harness.sweep.spec import parse_sweep
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from sweep_helpers import DaskProcesses, stored_jobs, wait_for
 
-from harness.cli import main
-from harness.errors import InputError
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.core.errors import InputError
+from harness.execution.store import ResultStore
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep, parse_sweep
 
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.estimate import Estimate
-from harness.method import Method
+from harness.model.result import Estimate
+from harness.model.method import Method
 
 
 class Slow(Method):
@@ -176,7 +176,7 @@ def test_the_local_clusters_worker_ttl():
     import dask
     import distributed  # noqa: F401 - its config defaults must exist before config.set
 
-    from harness.sweep.cluster import WORKER_TTL, local_worker_ttl
+    from harness.execution.cluster import WORKER_TTL, local_worker_ttl
 
     assert WORKER_TTL == 120.0
     assert local_worker_ttl() == WORKER_TTL           # Dask's default (5 minutes) is replaced

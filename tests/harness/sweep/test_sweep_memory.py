@@ -1,4 +1,4 @@
-"""Sweeps plan only the jobs whose memory estimate fits a worker (harness.footprint): the
+"""Sweeps plan only the jobs whose memory estimate fits a worker (harness.model.footprint): the
 sweep file's memory_limit, else the workers' own memory_limit; --check says the same."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sweep_helpers import DaskProcesses
 
-from harness.cli import main
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.execution.store import ResultStore
 from harness.sweep.plan import plan, skipped_pairs
 from harness.sweep.spec import load_sweep, parse_sweep
 
@@ -50,7 +50,7 @@ def test_file_memory_limit_leaves_out_what_cannot_fit(tmp_path, capsys):
 
 @pytest.mark.parametrize("bad", ['"lots"', "-5", "true"])
 def test_bad_memory_limit_is_refused(bad):
-    from harness.errors import InputError
+    from harness.core.errors import InputError
     with pytest.raises(InputError, match="mem.toml: memory_limit"):
         parse_sweep(TEXT.format(limit=f"memory_limit = {bad}"), "mem.toml")
 

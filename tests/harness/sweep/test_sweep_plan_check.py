@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.registry import get_method
-from harness.seeding import key_digest
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.core.seeding import key_digest
+from harness.execution.store import ResultStore
+from harness.plugins.registry import get_method
 from harness.sweep.driver import run_sweep
 from harness.sweep.execute import failure_record
 from harness.sweep.plan import job_key, plan
@@ -32,7 +32,7 @@ problems = ["onefactor:n=5"]
 @pytest.fixture
 def no_cluster(monkeypatch):
     """Any attempt to start or reach a cluster (i.e. to run a job) fails the test."""
-    from harness.sweep import cluster
+    from harness.execution import cluster
 
     def refuse(*args, **kwargs):
         raise AssertionError("a cluster was started: jobs would run")
@@ -211,7 +211,7 @@ def test_deterministic_methods_run_once_per_budget(monkeypatch):
 
 
 def test_run_sweep_api_refuses_an_unwritable_store(tmp_path, no_cluster):
-    from harness.errors import InputError
+    from harness.core.errors import InputError
 
     sweep_file = write(tmp_path, SMALL)
     with pytest.raises(InputError, match="/proc/x/s.sqlite"):

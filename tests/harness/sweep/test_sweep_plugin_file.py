@@ -3,8 +3,8 @@ its source travels in the job specs, and editing it reruns only its jobs."""
 
 from __future__ import annotations
 
-from harness.cli import main
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.execution.store import ResultStore
 
 SWEEP = """\
 name = "plugin"

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-import harness.reference as reference
-from harness.errors import InputError
-from harness.reference import compute_reference
-from harness.reference_data import file_name
-from harness.store import ResultStore
+import harness.references.compute as reference
+from harness.core.errors import InputError
+from harness.execution.store import ResultStore
+from harness.model.reference_values import file_name
+from harness.references.compute import compute_reference
 from harness.sweep.reference_kind import run_reference_sweep
 from harness.sweep.spec import parse_sweep
 

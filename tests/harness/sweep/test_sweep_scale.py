@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.cli import main
-from harness.registry import get_method
+from harness.cli.main import main
+from harness.plugins.registry import get_method
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep
 

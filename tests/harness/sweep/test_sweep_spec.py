@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from sweep_helpers import refused
 
-from harness.cli import main
-from harness.errors import InputError
-from harness.registry import get_method, methods
+from harness.cli.main import main
+from harness.core.errors import InputError
+from harness.plugins.registry import get_method, methods
 from harness.sweep.plan import incompatible, plan
 from harness.sweep.spec import load_sweep, parse_sweep
 

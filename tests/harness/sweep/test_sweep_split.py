@@ -1,4 +1,4 @@
-"""Sweeps whose jobs are split into parts (the sweep key `parts`, harness.split): the key,
+"""Sweeps whose jobs are split into parts (the sweep key `parts`, harness.execution.split): the key,
 its validation, unchanged job ids without it, and against real Dask processes a client killed
 midway that resumes by running only the missing parts."""
 
@@ -15,8 +15,8 @@ import pytest
 from sweep_helpers import refused, wait_for
 from test_sweep_store import threads_cluster  # noqa: F401 - a fixture
 
-from harness.cli import main
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.execution.store import ResultStore
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep, parse_sweep
 
@@ -182,7 +182,7 @@ count = "hard"
 def test_real_methods_in_a_split_sweep(dask_cluster, tmp_path):
     """sov and rejection-bootstrap split by a sweep: each part stored, each record the
     estimate run_split makes from the job's key (in this process), against the truth."""
-    from harness.split import run_split
+    from harness.execution.split import run_split
 
     path = sweep_file(tmp_path, REAL)
     jobs = plan(load_sweep(path))

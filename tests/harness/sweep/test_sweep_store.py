@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sweep_helpers import wait_for
 
-from harness.cli import main
-from harness.store import ResultStore, held_paths
-from harness.store_lock import lock_path
+from harness.cli.main import main
+from harness.execution.store import ResultStore, held_paths
+from harness.execution.store_lock import lock_path
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep
 
@@ -33,7 +33,7 @@ def threads_cluster(monkeypatch):
     """The sweep's cluster is an in-process one (threads): fast to start."""
     from distributed import Client
 
-    from harness.sweep import cluster
+    from harness.execution import cluster
 
     client = Client(processes=False, n_workers=1, threads_per_worker=2,
                     dashboard_address=":0", set_as_default=False)

@@ -7,8 +7,8 @@ from collections import Counter
 
 import numpy as np
 
-from harness.cli import main
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.execution.store import ResultStore
 from harness.sweep.plan import plan
 from harness.sweep.references import reference_key
 from harness.sweep.spec import load_sweep

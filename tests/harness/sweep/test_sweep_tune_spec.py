@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sweep_helpers import refused
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 from harness.sweep.execute import failure_record
 from harness.sweep.plan import plan
 from harness.sweep.spec import parse_sweep
@@ -142,7 +142,7 @@ def test_a_tune_table_without_kind_tune_is_refused():
 def test_shipped_tune_sweeps_are_valid(name, strategies, truth, capsys):
     from pathlib import Path
 
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.sweep.spec import load_sweep
 
     path = Path(__file__).resolve().parents[3] / "sweeps" / f"{name}.toml"

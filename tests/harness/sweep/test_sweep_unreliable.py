@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import harness
-from harness.cli import main
+from harness.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "methods"))
 from test_unreliable import ill_conditioned_cov  # noqa: E402

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from harness.estimate import Estimate
 from harness.methods.sov import Sov
+from harness.model.result import Estimate
 from harness.tuning.job import check_tune, run_tune_job
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -105,7 +105,7 @@ def test_an_erroring_method_at_some_points_leaves_the_others(monkeypatch):
     statuses = [e["status"] for e in record["evaluations"]]
     assert statuses == ["failed", "ok", "ok", "error", "error"]
     assert record["evaluations"][3]["reason"].startswith(
-        "RuntimeError: boom (test_tuning_job.py:")   # the raising line (harness.debugging)
+        "RuntimeError: boom (test_tuning_job.py:")   # the raising line (harness.model.debugging)
     assert record["status"] == "ok" and record["chosen"]["scale"] in (0.31622776601683794, 1.0)
 
 
@@ -143,7 +143,7 @@ def test_bad_input_is_an_error_record_naming_the_field(change, field):
 
 
 def test_evaluation_truth_matches_the_problem_built_at_that_point():
-    from harness.spec import make_problem
+    from harness.plugins.specs import make_problem
 
     record = run_tune_job(job())
     for e in record["evaluations"]:

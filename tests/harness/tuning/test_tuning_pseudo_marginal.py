@@ -1,4 +1,4 @@
-"""Pseudo-marginal MCMC over log scale (harness/tuning/pseudo_marginal.py; MATH.md §12):
+"""Pseudo-marginal MCMC over log scale (harness/tuning/pseudo_marginal.py; docs/math.md §12):
 with an unbiased Ẑ the chain's stationary law is the exact posterior p(log s | y) ∝ Z(s)
 (uniform prior on the log box), which the 1-D oracle gives on a grid (tuning.reference).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 from harness.tuning.job import run_tune_job
 from harness.tuning.pseudo_marginal import check_unbiased, integrated_time, unbiased_methods
 from harness.tuning.reference import exact_log_posterior, posterior_summary
@@ -79,7 +79,7 @@ def test_only_unbiased_estimators_drive_the_chain():
         assert record["status"] == "error" and record["evaluations"] == []
         assert record["reason"].startswith("tune.strategy: pseudo-marginal needs an unbiased Ẑ")
         assert repr(method) in record["reason"] and "sov" in record["reason"]
-    from harness.registry import get_method
+    from harness.plugins.registry import get_method
     check_unbiased(get_method("rejection-bootstrap")(count="hard"))
     with pytest.raises(InputError, match="rejection-bootstrap"):
         check_unbiased(get_method("rejection-bootstrap")())

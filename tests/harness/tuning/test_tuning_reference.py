@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr, logsumexp
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 from harness.tuning.evaluate import build_problem
 from harness.tuning.reference import (
     exact_log_posterior,
@@ -22,7 +22,7 @@ SPACE = TuneSpace.from_dict({"scale": [0.1, 100, 13]})
 
 def brute_log_z(scales: np.ndarray) -> np.ndarray:
     """log ∫ φ(u) Π Φ(√s y_i x_i u) du on a dense u grid (trapezoid), independent of the
-    oracle's adaptive rule (MATH.md §3b). The posterior of u has sd >= 0.03 here and every
+    oracle's adaptive rule (docs/math.md §3b). The posterior of u has sd >= 0.03 here and every
     factor turns over on the scale 1/|√s a_i| >= 0.05, both resolved by du = 0.0025."""
     problem = build_problem(SPEC)   # the data do not depend on the scale
     a = problem.y_train * problem.X_train[:, 0]

@@ -1,5 +1,5 @@
 """Grid and explore-then-exploit tuning of the linear kernel's scale against the exact optimum
-(harness/tuning/strategies.py through run_tune_job; MATH.md §3b, §12).
+(harness/tuning/strategies.py through run_tune_job; docs/math.md §3b, §12).
 
 Pass criterion (issue 9): the chosen scale is within one grid step (log units) of the exact
 optimum. On this problem the grid points within a step of the optimum beat every other grid

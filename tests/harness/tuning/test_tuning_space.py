@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 from harness.tuning.evaluate import build_problem
 from harness.tuning.space import Axis, TuneSpace, check_space, with_params
 

@@ -1,0 +1,162 @@
+"""`python -m harness reference`: compute, store, export and import reference values.
+
+    python -m harness reference PROBLEM [PROBLEM ...] --method M --budget B [--target-se S]
+        [--target-test-se S] [--max-cpu SECONDS] [--workers N | --scheduler ADDRESS]
+        [--json] [--store PATH] [--out FILE.json | DIR]
+    python -m harness reference --import FILE.json [...] --store PATH
+    python -m harness reference --export DIR --store PATH
+
+The JSON printed (--json) and written (--out) is the reference record (harness.references.compute),
+with the value fields of `run --json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from harness.core.errors import InputError
+from harness.model.settings import parse_int
+
+
+def setup(p):
+    """Compute a problem's reference values (log Z, test probabilities) with stated SEs."""
+    from harness.references.compute import DEFAULT_PARTS_PER_ROUND
+
+    p.description = (
+        "Run an unbiased estimator (default minimax-tilting) in rounds of independent parts, "
+        "each round combined exactly with all parts so far, until the log Z standard error "
+        "and every test probability's are below their targets or the budget or CPU time is "
+        "spent; then check it against a second unbiased method and its weight diagnostics. "
+        "Parts run in this process, or on a Dask cluster (--workers / --scheduler).")
+    p.add_argument("problems", nargs="*", metavar="PROBLEM",
+                   help="family:key=value,..., a preset name, or a .npz/.csv file")
+    p.add_argument("--method", default="minimax-tilting",
+                   help="an unbiased method (default minimax-tilting; sov, sir, "
+                        "rejection-bootstrap with --set count=hard)")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the method (repeatable)")
+    p.add_argument("--budget", default="1e7", help="largest total budget (default 1e7)")
+    p.add_argument("--round-budget", default=None,
+                   help="the first round's budget (default: --budget / 16); later rounds add "
+                        "parts of the same size")
+    p.add_argument("--parts-per-round", default=str(DEFAULT_PARTS_PER_ROUND),
+                   help=f"parts of the first round (default {DEFAULT_PARTS_PER_ROUND})")
+    p.add_argument("--target-se", type=float, default=0.01,
+                   help="target standard error of log Z in nats (default 0.01)")
+    p.add_argument("--target-test-se", type=float, default=1e-4,
+                   help="target standard error of every test probability (default 1e-4)")
+    p.add_argument("--max-cpu", type=float, default=None, metavar="SECONDS",
+                   help="stop adding rounds when the reference has used this much CPU time "
+                        "(the check method gets a quarter of what it used)")
+    p.add_argument("--check-method", default="auto",
+                   help="second unbiased method for the agreement check (default: sir for "
+                        "minimax-tilting, else minimax-tilting; 'none' skips the check)")
+    p.add_argument("--seed", default="0", help="seed of the parts' random streams")
+    p.add_argument("--workers", default=None, help="run the parts on a local Dask cluster of "
+                   "this many worker processes")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the parts on an existing Dask cluster (tcp://HOST:PORT or a "
+                        "scheduler file)")
+    p.add_argument("--json", action="store_true", help="print the record(s) as JSON")
+    p.add_argument("--store", default=None, help="results store to add the reference(s) to")
+    p.add_argument("--out", default=None,
+                   help="write the reference as FILE.json (one problem) or into folder DIR as "
+                        "DIR/<problem>.json")
+    p.add_argument("--import", dest="import_files", action="append", default=[],
+                   metavar="FILE.json", help="add reference file(s) to --store (no computing)")
+    p.add_argument("--export", default=None, metavar="DIR",
+                   help="write every reference of --store into DIR, one JSON file each")
+
+
+def _out_path(out: str, problem: str, several: bool) -> Path:
+    from harness.model.reference_values import file_name
+
+    path = Path(out)
+    if several or path.is_dir() or out.endswith(("/", "\\")) or path.suffix != ".json":
+        return path / file_name(problem)
+    return path
+
+
+def run(args) -> int:
+    from harness.execution.formatting import format_reference
+    from harness.execution.store import ResultStore
+    from harness.model.reference_values import export_reference, file_name, import_references
+
+    if args.import_files or args.export:
+        if args.problems:
+            raise InputError("--import/--export", "cannot be combined with PROBLEM arguments",
+                             "import/export and compute in separate commands")
+        if not args.store:
+            raise InputError("--store", "is required with --import and --export")
+        with ResultStore(args.store) as store:
+            for f in args.import_files:
+                for record in import_references(f):
+                    store.add_reference(record)
+                    print(f"imported the reference of {record['problem']} from {f}")
+            if args.export:
+                for name, record in store.references().items():
+                    path = export_reference(record, Path(args.export) / file_name(name))
+                    print(f"exported the reference of {name} to {path}")
+        return 0
+    if not args.problems:
+        raise InputError("PROBLEM", "give at least one problem (or --import / --export)")
+    from harness.references.compute import ReferenceFailed
+    try:
+        records = _compute(args)
+    except ReferenceFailed as exc:
+        print(f"reference failed: {exc}", file=sys.stderr)
+        return 1
+    if args.store:
+        with ResultStore(args.store) as store:
+            for record in records:
+                store.add_reference(record)
+    if args.out:
+        for record in records:
+            export_reference(record, _out_path(args.out, record["problem"], len(records) > 1))
+    if args.json:
+        print(json.dumps(records[0] if len(records) == 1 else records, allow_nan=False))
+    else:
+        for record in records:
+            print(format_reference(record))
+    return 0 if all(all(c["passed"] for c in r["checks"]) for r in records) else 1
+
+
+def _compute(args) -> list[dict]:
+    from contextlib import ExitStack
+
+    from harness.execution.cluster import check_options, connect
+    from harness.plugins.specs import parse_pairs
+    from harness.references.compute import compute_reference
+
+    budget = parse_int("--budget", args.budget, minimum=1)
+    round_budget = (None if args.round_budget is None
+                    else parse_int("--round-budget", args.round_budget, minimum=1))
+    parts = parse_int("--parts-per-round", args.parts_per_round, minimum=1)
+    seed = parse_int("--seed", args.seed, minimum=0)
+    workers = None if args.workers is None else parse_int("--workers", args.workers, minimum=1)
+    for name, value in (("--target-se", args.target_se),
+                        ("--target-test-se", args.target_test_se),
+                        ("--max-cpu", args.max_cpu)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise InputError(name, f"must be a positive number, got {value}")
+    settings: dict[str, str] = {}
+    for item in args.settings:
+        settings.update(parse_pairs(item, "--set"))
+    check = None if args.check_method == "none" else args.check_method
+    check_options(args.scheduler, workers, None)
+    records = []
+    with ExitStack() as stack:
+        client = None
+        if args.scheduler is not None or workers is not None:
+            client = stack.enter_context(connect(args.scheduler, workers)).client
+        for problem in args.problems:
+            records.append(compute_reference(
+                problem, args.method, settings, max_budget=budget, budget_per_round=round_budget,
+                parts_per_round=parts, target_se=args.target_se,
+                target_test_se=args.target_test_se, max_cpu_seconds=args.max_cpu,
+                client=client, check_method=check, seed=seed,
+                out=lambda text: print(text, file=sys.stderr, flush=True)))
+    return records

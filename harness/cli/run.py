@@ -1,0 +1,93 @@
+"""`python -m harness run`: one method on one problem at one budget, compared with the truth."""
+
+from __future__ import annotations
+
+import json
+
+from harness.model.settings import parse_int
+
+
+def setup(p):
+    """Run one method on one problem and compare it with the exact truth."""
+    p.description = setup.__doc__
+    p.add_argument("--problem", required=True,
+                   help="family:key=value,..., a preset name, or a path to a .npz/.csv file")
+    p.add_argument("--method", required=True,
+                   help="method name (see `list`), or path/to/file.py:ClassName")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   help="a method setting (repeatable)")
+    p.add_argument("--budget", required=True, help="Monte Carlo budget (e.g. 100000 or 1e5)")
+    p.add_argument("--seed", default="0", help="run seed (an integer)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--memory-limit", metavar="BYTES",
+                   help="refuse a job whose estimated peak memory is larger (e.g. 8GB, 512MiB); "
+                   "default: the memory available now (MemAvailable of /proc/meminfo)")
+    p.add_argument("--raise", dest="raise_errors", action="store_true",
+                   help="re-raise an exception of the method with its full traceback "
+                        "(default: status error, the reason naming the file and line)")
+    p.add_argument("--workers", help="split the estimate into parts and run them on a local "
+                   "Dask cluster of this many worker processes (one thread each)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="split the estimate into parts and run them on an existing Dask "
+                   "cluster: tcp://HOST:PORT or a scheduler file")
+    p.add_argument("--parts", help="split the estimate into this many independent parts, or "
+                   "auto (from the method, budget and N; never from the workers); default auto "
+                   "with --workers/--scheduler; without them the parts run in this process")
+
+
+def run(args) -> int:
+    from harness.execution.formatting import format_record
+    from harness.execution.single import build_problem, run_numbers, run_single
+    from harness.model.footprint import memory_limit
+    from harness.plugins.method_files import resolve_method
+    from harness.plugins.specs import parse_pairs
+
+    budget, seed = run_numbers(args.budget, args.seed, "--budget", "--seed")
+    settings: dict[str, str] = {}
+    for item in args.settings:
+        settings.update(parse_pairs(item, "--set"))
+    method = resolve_method(args.method, "--method").from_settings(settings)
+    split = args.parts is not None or args.workers is not None or args.scheduler is not None
+    if split:
+        from harness.execution.cluster import check_options
+
+        workers = None if args.workers is None else parse_int("--workers", args.workers, 1)
+        check_options(args.scheduler, workers, None)
+        parts = "auto" if args.parts in (None, "auto") else parse_int("--parts", args.parts, 1)
+    limit, where = memory_limit(args.memory_limit, "--memory-limit")
+    problem = build_problem(args.problem, "--problem", limit, where)
+    record = run_single(
+        problem, method, budget, seed, limit, where, name=args.problem,
+        raise_errors=args.raise_errors,
+        split=(lambda key: run_split_cli(args, problem, method, budget, key, parts, workers,
+                                         seed=seed)) if split else None)
+    if args.json:
+        print(json.dumps(record, allow_nan=False))
+    else:
+        print(format_record(record))
+    return 0 if record["status"] == "ok" else 1
+
+
+def run_split_cli(args, problem, method, budget: int, key: dict, parts, workers: int | None,
+                  **identity) -> dict:
+    """`run --workers/--scheduler/--parts`: the estimate split into parts (harness.execution.split),
+    on a local cluster, an existing one, or (--parts alone) in this process. The random stream's
+    key holds the number of parts asked for, so a split run is its own replicate."""
+    from contextlib import nullcontext
+
+    from harness.execution.cluster import connect
+    from harness.execution.split import part_budgets, resolve_parts, run_split
+    from harness.plugins.method_files import is_file_ref, read_method_file
+
+    n = resolve_parts(method, budget, problem.n_train, parts, "--parts")
+    part_budgets(method, budget, n, "--parts")   # a method that cannot split: exit 2, now
+    name, file = method.name, None
+    if is_file_ref(args.method):
+        file = read_method_file(args.method, field="--method")
+        name = file.method_id
+    cluster = (connect(args.scheduler, workers) if workers is not None or args.scheduler
+               else nullcontext(None))
+    with cluster as conn:
+        return run_split(args.problem, name, method.get_settings(), budget,
+                         {**key, "parts": n}, n, conn.client if conn else None,
+                         method_file=file.spec() if file else None, **identity)

@@ -1,0 +1,157 @@
+"""`python -m harness sweep`: every job of a sweep file on a Dask cluster, then the report."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+from harness.cli.args import max_local_workers
+from harness.model.settings import parse_int, parse_seconds
+
+DEFAULT_SWEEP = "sweeps/quick.toml"
+
+
+def default_sweep_file(path: str) -> str:
+    """The default sweep from the current directory, else from the source tree."""
+    if path != DEFAULT_SWEEP or Path(path).exists():
+        return path
+    bundled = Path(__file__).resolve().parents[2] / DEFAULT_SWEEP
+    return str(bundled) if bundled.exists() else path
+
+
+def setup(p):
+    """Run every job of a sweep file on a Dask cluster and keep every result."""
+    p.description = (
+        "Run every problem × method × budget × replicate job of a sweep file on a Dask cluster, "
+        "storing each result as it finishes. Re-running the same sweep resumes it: jobs already "
+        "in the store are skipped.")
+    p.epilog = (
+        "exit status: 0 every job of the sweep is stored with status ok; 1 some are stored "
+        "with another status (failed, error, timeout; --rerun-failed reruns them); 2 bad "
+        "input (one line naming the field); 3 the cluster could not finish (no worker for "
+        "no_workers_timeout seconds, or the scheduler lost; finished jobs stay stored: run "
+        "the same command again); 130 interrupted (Ctrl-C)")
+    p.add_argument("sweep_file", nargs="?", default=DEFAULT_SWEEP,
+                   help=f"the sweep (TOML); default {DEFAULT_SWEEP}")
+    p.add_argument("--store", help="results store (SQLite), relative to the working directory; "
+                   "default: the file's [output] store (relative to the sweep file), else "
+                   "results/<sweep name>.sqlite")
+    p.add_argument("--workers", help="worker processes of the local cluster (one thread each); "
+                   "default: one per core")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="use an existing cluster: tcp://HOST:PORT, tls://HOST:PORT or the "
+                   "scheduler file of `dask scheduler --scheduler-file`")
+    p.add_argument("--tls-ca-file", help="CA certificate for a tls:// scheduler "
+                   "(default: Dask's config distributed.comm.tls.ca-file)")
+    p.add_argument("--tls-cert", help="client certificate for TLS")
+    p.add_argument("--tls-key", help="client private key for TLS")
+    p.add_argument("--no-workers-timeout", metavar="SECONDS",
+                   help="give up (exit 3) when the cluster has had no worker this long; "
+                   "default: the file's no_workers_timeout, else 300")
+    p.add_argument("--rerun-failed", action="store_true",
+                   help="also rerun the stored jobs whose status is not ok "
+                   "(failed, timeout, error)")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write the report at the end (default: the file's [output] "
+                   "report, else reports/<sweep name>/)")
+    p.add_argument("--check", action="store_true",
+                   help="validate the sweep file and print the plan a run would follow (jobs, "
+                   "not planned pairs, how many are already in the store); run nothing and "
+                   "write nothing")
+
+
+def run(args) -> int:
+    from harness.execution.cluster import TLSOptions
+    from harness.sweep.driver import EXIT_INTERRUPTED, run_sweep
+    from harness.sweep.spec import load_sweep
+
+    workers = None if args.workers is None else parse_int(
+        "--workers", args.workers, minimum=1, maximum=max_local_workers())
+    timeout = None if args.no_workers_timeout is None else \
+        parse_seconds("--no-workers-timeout", args.no_workers_timeout)
+    sweep = load_sweep(default_sweep_file(args.sweep_file))
+    tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
+    if sweep.kind == "reference":
+        return _reference_sweep(sweep, args, workers, tls)
+    if args.check:
+        return _check(sweep, args, workers)
+    try:
+        outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
+                            tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,
+                            no_workers_timeout=timeout)
+    except KeyboardInterrupt:   # run_sweep said how far it got
+        return EXIT_INTERRUPTED
+    return outcome.exit_code
+
+
+def _reference_sweep(sweep, args, workers, tls) -> int:
+    """A kind = "reference" sweep (harness.sweep.reference_kind): --check prints the plan;
+    else each missing reference is computed on the cluster (local workers, default one per
+    core, or --scheduler), stored and exported."""
+    from harness.execution.cluster import check_options, connect, default_workers
+    from harness.sweep.driver import check_writable
+    from harness.sweep.reference_kind import plan_lines, run_reference_sweep
+
+    store = Path(args.store) if args.store else sweep.store
+    check_writable(store, "store")
+    if sweep.references is not None:
+        check_writable(sweep.references, "references", directory=True)
+    if args.check:
+        print(f"{sweep.path}: valid")
+        print("\n".join(plan_lines(sweep, store)))
+        return 0
+    check_options(args.scheduler, workers, tls)
+    if args.scheduler is None and workers is None:
+        workers = default_workers()
+    with connect(args.scheduler, workers, tls) as conn:
+        return run_reference_sweep(sweep, store, conn.client)
+
+
+def _check(sweep, args, workers) -> int:
+    """`sweep --check`: the run's plan, what the store already holds; nothing written."""
+    from pathlib import Path
+
+    from harness.sweep.driver import check_writable, plan_lines, stored_job_ids
+    from harness.sweep.plan import plan
+
+    store = Path(args.store) if args.store else sweep.store
+    check_writable(store, "store")
+    if not args.no_report:
+        check_writable(sweep.report, "report", directory=True)
+    limit = _check_memory(sweep, args, workers)
+    jobs = plan(sweep, limit)
+    print(f"{sweep.path}: valid")
+    print("\n".join(plan_lines(sweep, jobs, limit, store)))
+    done = stored_job_ids(store, args.rerun_failed)
+    n_done = 0 if done is None else sum(j.job_id in done for j in jobs)
+    print(f"{n_done} done, {len(jobs) - n_done} to run"
+          + (" (no store there yet)" if done is None else ""))
+    for p in sweep.problems:
+        print(f"  problem {p.spec}  (N={p.n_train}, {p.n_test} test points)")
+    for m in sweep.methods:
+        print(f"  method  {m.label}  budgets {', '.join(map(str, m.budgets))} "
+              f"{m.budget_unit}")
+    print(f"  {sweep.replicates} replicates, seed {sweep.seed}, time limit "
+          f"{'none' if sweep.time_limit is None else f'{sweep.time_limit:g} CPU s'}")
+    if sweep.tune is not None:
+        t = sweep.tune
+        print(f"  tuning: {', '.join(t.strategies)} over "
+              + ", ".join(f"{k} {lo:g}..{hi:g} ({n} points)"
+                          for k, (lo, hi, n) in t.space.items()))
+    print(f"  report {sweep.report}" + (" (not written: --no-report)" if args.no_report else ""))
+    return 0
+
+
+def _check_memory(sweep, args, workers) -> int | None:
+    """A worker's memory for `sweep --check`, the same as a run's (with --scheduler, the
+    connected workers' smallest memory_limit)."""
+    from harness.execution.cluster import TLSOptions, check_options, connect
+    from harness.sweep.driver import worker_memory
+
+    tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
+    check_options(args.scheduler, workers, tls)
+    with ExitStack() as stack:
+        def connected():
+            return stack.enter_context(connect(args.scheduler, workers, tls))
+
+        return worker_memory(sweep, args.scheduler, workers, None, connected)

@@ -1,0 +1,226 @@
+"""Randomised quasi-Monte Carlo point sets for the sequential estimators (docs/math.md §6).
+
+A `PointSet` holds `randomisations` independent randomisations of one point set in [0, 1)^dim
+and hands them out in chunks of point indices, variable-major (dim x rows: row block k holds
+the chunk's points of randomisation k), which is the layout the Cholesky walk reads column by
+column. Every estimate made from one randomisation is unbiased, and the randomisations are
+independent given the base points, so the spread of the K per-randomisation estimates gives a
+standard error (`batch_standard_error`; `batch_error` for what an estimator reports).
+
+Kinds:
+  sobol    scrambled Sobol' points (scipy.stats.qmc.Sobol: one Matousek linear matrix scramble
+           with 30 bits, drawn once per PointSet) and an independent random digital shift per
+           randomisation. The shift has infinite precision: the 30 digits are XORed with random
+           bits, the digits beyond the 30th are random (a uniform offset within the 2^-30 cell),
+           so every point is exactly uniform and never 0. Randomisations share the base scramble
+           and differ by their shifts: given the scramble they are i.i.d. and each is unbiased,
+           which is what the standard error needs. (An independent scramble per randomisation
+           would cost dim x 30^2 operations each: 0.25 s at dim = 5000.)
+  lattice  a rank-1 Richtmyer lattice, x_r = frac(r sqrt(p) + shift) with p the first dim
+           primes, r = 1, 2, ..., an independent uniform shift per randomisation, and the baker's
+           (tent) transformation w = |2x - 1| that Genz's codes use for lattice rules.
+  random   pseudo-random uniforms (the Monte Carlo baseline); the randomisations are batches.
+
+Reproducible from the Generator passed in: every seed, scramble and shift derives from it, and
+the QMC kinds give the same points whatever the chunking.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.core.errors import InputError
+
+KINDS = ("sobol", "lattice", "random")
+SOBOL_MAX_DIM = 21201   # scipy.stats.qmc.Sobol.MAXDIM
+_BITS = 30
+_CELL = 2.0**-_BITS
+_NEG_TINY = -np.finfo(float).tiny   # largest value log(1 - w) may take: keeps it < 0
+
+
+def first_primes(n: int) -> np.ndarray:
+    """The first n primes (sieve of Eratosthenes)."""
+    if n <= 0:
+        return np.empty(0, dtype=np.int64)
+    limit = max(16, int(n * (np.log(n) + np.log(np.log(n + 2)) + 3)))
+    while True:
+        sieve = np.ones(limit + 1, dtype=bool)
+        sieve[:2] = False
+        for p in range(2, int(limit**0.5) + 1):
+            if sieve[p]:
+                sieve[p * p :: p] = False
+        primes = np.flatnonzero(sieve)
+        if len(primes) >= n:
+            return primes[:n].astype(np.int64)
+        limit *= 2
+
+
+def split_budget(budget: int, parts: int) -> np.ndarray:
+    """Near-equal positive sizes summing to budget (at most `parts` of them)."""
+    parts = max(1, min(parts, budget))
+    base, extra = divmod(budget, parts)
+    return np.array([base + (k < extra) for k in range(parts)], dtype=np.int64)
+
+
+class PointSet:
+    """K randomisations of a point set in [0, 1)^dim with sizes[k] points each (module doc)."""
+
+    def __init__(self, kind: str, dim: int, sizes, rng: np.random.Generator):
+        if kind not in KINDS:
+            raise InputError("points", f"unknown point set {kind!r}", f"use one of {list(KINDS)}")
+        if kind == "sobol" and dim > SOBOL_MAX_DIM:
+            raise InputError("points", f"Sobol' points exist up to dimension {SOBOL_MAX_DIM}, "
+                             f"this problem needs {dim}", "use points=lattice")
+        self.kind, self.dim = kind, int(dim)
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.K = len(self.sizes)
+        self.rng = np.random.default_rng(rng.integers(2**63))
+        if kind == "sobol":
+            from scipy.stats import qmc
+
+            self._engine = qmc.Sobol(self.dim, scramble=True, bits=_BITS,
+                                     rng=np.random.default_rng(self.rng.integers(2**63)))
+            self._position = 0
+            self._xor = self.rng.integers(0, 2**_BITS, size=(self.K, self.dim), dtype=np.uint32)
+            self._offset = self.rng.random((self.K, self.dim))
+        elif kind == "lattice":
+            primes = first_primes(self.dim).astype(float)
+            self._q = np.sqrt(primes) % 1.0
+            self._shift = self.rng.random((self.K, self.dim))
+
+    @property
+    def n_points(self) -> int:
+        return int(self.sizes.sum())
+
+    def chunk_rows(self, a: int, b: int) -> list[tuple[int, int, int]]:
+        """[(randomisation k, first row, number of rows)] of the point indices [a, b)."""
+        out, row = [], 0
+        for k, size in enumerate(self.sizes):
+            m = max(0, min(b, int(size)) - a)
+            if m:
+                out.append((k, row, m))
+                row += m
+        return out
+
+    def _sobol_base(self, a: int, b: int) -> np.ndarray:
+        """Base Sobol' points a..b-1 as 30-bit integers, variable-major (dim x (b - a))."""
+        if self._position != a:
+            self._engine.reset()
+            self._engine.fast_forward(a)
+        with warnings.catch_warnings():  # first n points of a net: unbiased, just less balanced
+            warnings.simplefilter("ignore", UserWarning)
+            pts = self._engine.random(b - a)
+        self._position = b
+        return np.ascontiguousarray((pts * 2.0**_BITS).astype(np.uint32).T)
+
+    def uniforms(self, a: int, b: int) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+        """Points a..b-1 of every randomisation, variable-major: (dim x rows), and chunk_rows."""
+        rows = self.chunk_rows(a, b)
+        n = sum(m for _, _, m in rows)
+        out = np.empty((self.dim, n))
+        if self.kind == "random":
+            out[:] = self.rng.random((self.dim, n))
+            return out, rows
+        if self.kind == "sobol":
+            base = self._sobol_base(a, max(a + m for _, _, m in rows))
+            for k, r0, m in rows:
+                block = out[:, r0 : r0 + m]
+                np.bitwise_xor(base[:, :m], self._xor[k][:, None], out=base[:, :m])
+                np.add(base[:, :m], self._offset[k][:, None], out=block)
+                block *= _CELL
+                np.bitwise_xor(base[:, :m], self._xor[k][:, None], out=base[:, :m])  # undo
+            return out, rows
+        r = np.arange(a + 1, a + 1 + max(m for _, _, m in rows), dtype=float)
+        base = np.multiply.outer(self._q, r)   # r q < 2^53: exact enough (r q mod 1 ~ 1e-10)
+        base %= 1.0
+        for k, r0, m in rows:
+            block = out[:, r0 : r0 + m]
+            np.add(base[:, :m], self._shift[k][:, None], out=block)
+            block %= 1.0
+            block *= 2.0
+            block -= 1.0
+            np.abs(block, out=block)   # tent: w = |2x - 1| in [0, 1]
+        return out, rows
+
+    def log_complement(self, a: int, b: int) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+        """log(1 - w) of points a..b-1, variable-major, always < 0 and finite; and chunk_rows.
+
+        This is what the truncated-normal draw of docs/math.md §6 needs:
+        z = -ndtri_exp(log(1 - w) + log Φ(t)).
+        """
+        if self.kind == "random":  # log(1 - U) ~ -Exp(1): one draw instead of two passes
+            rows = self.chunk_rows(a, b)
+            n = sum(m for _, _, m in rows)
+            E = self.rng.standard_exponential((self.dim, n))
+            np.negative(E, out=E)
+        else:
+            E, rows = self.uniforms(a, b)
+            np.minimum(E, 1.0 - 2.0**-53, out=E)   # the tent can reach 1 exactly
+            np.negative(E, out=E)
+            np.log1p(E, out=E)
+        np.minimum(E, _NEG_TINY, out=E)
+        return E, rows
+
+
+def batch_standard_error(log_values: np.ndarray, sizes) -> tuple[float, float]:
+    """(log of the pooled mean, standard error of its log) from K per-batch means in log space.
+
+    log_values[k] = log of batch k's mean; the pooled mean weights batch k by sizes[k]. The
+    standard error of the log is se(pooled mean) / pooled mean (delta method), with the
+    batch-means variance estimate; NaN when there is a single batch.
+    """
+    log_values = np.asarray(log_values, float)
+    share = np.asarray(sizes, float) / np.sum(sizes)
+    log_mean = float(np.logaddexp.reduce(log_values + np.log(share)))
+    K = len(log_values)
+    if K < 2:
+        return log_mean, float("nan")
+    ratio = np.exp(log_values - log_mean)
+    return log_mean, float(np.sqrt(K / (K - 1) * np.sum(share**2 * (ratio - 1.0) ** 2)))
+
+
+
+@dataclass(frozen=True)
+class BatchError:
+    """The pooled log mean of K batches and the standard error an estimator should report.
+
+    delta_se is `batch_standard_error`'s. With equal batch sizes its square is
+    K/(K-1) Σ_k (p_k - 1/K)^2, p_k = batch k's share of the pooled sum, so delta_se <= 1 nat
+    whatever the true error: when one batch holds the mass (heavy-tailed weights, e.g. SOV on
+    a short-length-scale RBF orthant) it reads ~1 while the log means of independent runs
+    spread over many nats. The pooled mean then behaves like a mean over K_eff = 1 / Σ p_k^2
+    batches (K when they contribute equally, 1 when one holds everything), so its log is
+    uncertain by about the per-batch spread of the logs over sqrt(K_eff):
+
+        se = max(delta_se, log_sd / sqrt(K_eff)),   log_sd = sd of the K per-batch log means.
+
+    For well-behaved batches log_sd / sqrt(K) ~ delta_se (they differ at second order in the
+    relative spread), so this only matters when the weights are degenerate.
+    """
+
+    log_mean: float
+    se: float            # what to report (NaN with one batch)
+    delta_se: float      # se of the pooled mean / pooled mean (delta method)
+    log_sd: float        # standard deviation of the per-batch log means (NaN with one batch)
+    k_eff: float         # 1 / Σ p_k^2, p_k the share of batch k in the pooled sum
+    top_share: float     # max p_k
+
+
+DEGENERATE_SHARE = 0.5   # one batch holding more than this: the estimate rests on that batch
+
+
+def batch_error(log_values: np.ndarray, sizes) -> BatchError:
+    """`BatchError` of K per-batch log means (see its doc for the reported se)."""
+    log_values = np.asarray(log_values, float)
+    log_mean, delta_se = batch_standard_error(log_values, sizes)
+    p = np.exp(log_values + np.log(np.asarray(sizes, float) / np.sum(sizes)) - log_mean)
+    p /= p.sum()   # rounding only
+    k_eff = float(1.0 / np.sum(p * p))
+    if len(log_values) < 2:
+        return BatchError(log_mean, delta_se, delta_se, float("nan"), k_eff, float(p.max()))
+    log_sd = float(np.std(log_values, ddof=1))
+    se = max(delta_se, log_sd / np.sqrt(k_eff))
+    return BatchError(log_mean, se, delta_se, log_sd, k_eff, float(p.max()))

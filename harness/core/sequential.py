@@ -1,0 +1,114 @@
+"""The sequential (Cholesky) view shared by the rejection–bootstrap, SOV and SIR estimators.
+
+docs/math.md §4: with R = L L^T and v = L z, z ~ N(0, I), given z_<j the variable v_j is
+N(c_j, L_jj^2) with c_j = L[j, :j] z[:j]; so v_j >= 0  <=>  z_j >= -t_j,  t_j = c_j / L_jj.
+
+`CholeskyWalk.run` visits the variables in order for n particles at once and hands each
+t_j (a vector over particles) to a `step`, which returns the z_j to store and, optionally,
+a resampling (rows `dst` become copies of rows `src`, or with dst=None every row j becomes a
+copy of row src[j]). The c_j of a block of upcoming variables come from ONE matrix product
+with the stored history, Z[:, :i] @ L[i:i+k, :i]^T, so the walk costs about n N^2 flops at
+BLAS speed; inside a block only the small corrections L[j, i:j] z[i:j] remain. Resampling
+is applied to the in-block arrays at once and to the long history lazily, one gather of the
+rows per block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.core.deadline import check_deadline
+from harness.core.rowops import copy_rows, gather_rows
+
+
+@dataclass(frozen=True)
+class Resample:
+    """Rows `dst` of the particle arrays become copies of rows `src` (dst=None: all rows)."""
+
+    src: np.ndarray
+    dst: np.ndarray | None = None
+
+
+Step = Callable[[int, np.ndarray], tuple[np.ndarray, Resample | None]]
+
+
+@dataclass
+class WalkResult:
+    Z: np.ndarray        # (n, N) standardised draws of the final population, v = Z @ L^T
+    lineage: np.ndarray  # (n,) index of each final particle's ancestor at the first variable
+
+
+def default_block_size(n_vars: int) -> int:
+    """Block size balancing in-block corrections (~ n N k) and history gathers (~ n N^2 / k)."""
+    return int(min(n_vars, max(16, min(128, round(np.sqrt(2.0 * n_vars))))))
+
+
+class CholeskyWalk:
+    """Walk the variables of v = L z in order for many particles at once (see module doc)."""
+
+    def __init__(self, L: np.ndarray, block_size: int | None = None):
+        self.L = np.ascontiguousarray(L, dtype=float)
+        self.n_vars = len(self.L)
+        self.block_size = block_size or default_block_size(self.n_vars)
+        self.pivots = np.ascontiguousarray(np.diag(self.L))
+
+    # ---- hooks (a structured factor, e.g. tile-low-rank, overrides these) ----------------
+    def _block_means(self, Z: np.ndarray, i0: int, i1: int, out: np.ndarray) -> None:
+        """out = conditional means of variables i0..i1-1 given the history Z[:, :i0]."""
+        np.matmul(Z[:, :i0], self.L[i0:i1, :i0].T, out=out)
+
+    def _diagonal_block(self, i0: int, i1: int) -> np.ndarray:
+        """L[i0:i1, i0:i1]: the in-block corrections read its strictly lower part."""
+        return self.L[i0:i1, i0:i1]
+
+    def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
+        """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
+
+    def run(self, n: int, step: Step) -> WalkResult:
+        N, k = self.n_vars, self.block_size
+        Z, spare = np.empty((n, N)), None   # history; a spare buffer for gathers
+        lineage = np.arange(n)
+        # In-block work array: column o holds the block-start conditional mean of variable
+        # i0+o until that variable is drawn, then its draw z. So a particle's in-block state
+        # is one contiguous row, and resampling copies exactly kb numbers per particle.
+        W_full = np.empty((n, k))
+        for i0 in range(0, N, k):
+            check_deadline()  # cooperative per-job CPU-time limit (harness.core.deadline)
+            i1 = min(i0 + k, N)
+            kb = i1 - i0
+            W = W_full[:, :kb] if kb < k else W_full
+            if i0:  # conditional means of the block's variables from the history: one GEMM
+                self._block_means(Z, i0, i1, W)
+            else:
+                W[:] = 0.0
+            D = self._diagonal_block(i0, i1)
+            anc = None  # row of the history (as of block start) each particle descends from
+            for o in range(kb):
+                j = i0 + o
+                c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
+                z, resample = step(j, c / self.pivots[j])
+                W[:, o] = z
+                if resample is None:
+                    continue
+                if anc is None:
+                    anc = np.arange(n)
+                src, dst = resample.src, resample.dst
+                if dst is None:                 # full resampling: new rows from old ones
+                    W[:] = W[src]
+                    lineage = lineage[src]
+                    anc = anc[src]
+                else:                           # rows dst replaced by copies of rows src
+                    copy_rows(W, dst, src)
+                    lineage[dst] = lineage[src]
+                    anc[dst] = anc[src]
+            if anc is not None and i0:
+                if spare is None:
+                    spare = np.empty_like(Z)
+                gather_rows(Z, anc, i0, spare)
+                Z, spare = spare, Z
+            Z[:, i0:i1] = W
+            self._block_done(Z, i0, i1)
+        return WalkResult(Z, lineage)

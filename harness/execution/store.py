@@ -1,0 +1,550 @@
+"""Results store: SQLite, written only by the client, one transaction per finished job.
+
+Plain data only (numbers, text, JSON), so opening a store from elsewhere runs no code.
+Tables:
+  jobs(job_id PRIMARY KEY, sweep, problem, method, budget, replicate, status, reason,
+       log_z, cpu_seconds, abs_log_error, mape_percent, mae, finished_at, record JSON,
+       setup_cpu_seconds)  -- the set-up (Method.prepare) CPU time, apart from cpu_seconds;
+                              added to older stores when they are opened
+  problems(name PRIMARY KEY, summary JSON)     -- Problem.summary(), truth arrays included
+  metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...;
+                                               tune_reference:<problem name>: the exact log Z
+                                               surface, optimum and posterior of a tuning
+                                               sweep's problem (harness.sweep.references)
+  job_log(seq, job_id, status, finished_at, stored_at)  -- every add_record, append-only
+                                               (an audit trail: which job was stored when)
+  references(problem PRIMARY KEY, fingerprint, created_at, record JSON)
+                                            -- reference values of problems without exact
+                                               truth (harness.references.compute: `python -m harness
+                                               reference --store`); reports use them
+  parts(job_id, part, record JSON, stored_at)  -- each finished part of a job split into parts
+                                               (harness.execution.split), committed as it arrives;
+                                               the job's record is stored once all are here
+A record is the dict of harness.execution.runner.run_one plus the job's identity fields; a tuning
+job's record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's
+log Ẑ, cpu_seconds the CPU time of the whole tuning.
+
+Faults (issue 17):
+- Integrity: every open checks the file first (`damage`: an SQLite file, `PRAGMA
+  quick_check`, the harness's tables) and refuses a damaged one with `StoreDamaged` (exit 2,
+  one line: restore it, start a new store, or `export` what is readable, `salvage`), before
+  anything is written. quick_check reads every page once: 0.03-0.09 s for 10,000 jobs
+  (38 MB, page cache warm), about 1 s at 100,000 (376 MB); 3-7 % of reading the records
+  (benchmarks/bench_store.py), small beside starting a cluster, so it runs at every open.
+  A new store is built under a temporary name and renamed into place, so the harness never
+  leaves an empty or table-less file at a store's path (an empty file there is refused like
+  a damaged one).
+- Full disk: a write that fails with SQLITE_FULL raises `StoreFull` (exit 2); the records that
+  could not be written are held in a side file (`hold`, JSON lines `<store>-held.jsonl`, else
+  in the temporary folder) and the next writer imports them first (`import_held`).
+- One writer: opening for writing takes the store's writer lock (harness.execution.store_lock);
+  `ResultStore(path, read_only=True)` reads beside a writer, takes no lock and writes nothing.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import InputError
+from harness.execution.store_lock import StoreLock
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    sweep TEXT,
+    problem TEXT NOT NULL,
+    method TEXT NOT NULL,
+    budget INTEGER NOT NULL,
+    replicate INTEGER,
+    status TEXT NOT NULL,
+    reason TEXT,
+    log_z REAL,
+    cpu_seconds REAL,
+    abs_log_error REAL,
+    mape_percent REAL,
+    mae REAL,
+    finished_at TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_problem ON jobs(problem, method, budget);
+CREATE TABLE IF NOT EXISTS problems (name TEXT PRIMARY KEY, summary TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS job_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    finished_at TEXT,
+    stored_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS "references" (
+    problem TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS parts (
+    job_id TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    stored_at TEXT NOT NULL,
+    PRIMARY KEY (job_id, part)
+);
+"""
+
+
+_ADDED_COLUMNS = ("setup_cpu_seconds",)   # after the first schema: added by ALTER TABLE
+_COLUMNS = ("job_id", "sweep", "problem", "method", "budget", "replicate", "status", "reason",
+            "log_z", "cpu_seconds", "abs_log_error", "mape_percent", "mae", "finished_at",
+            "record", *_ADDED_COLUMNS)
+
+
+# the tables (and their columns) a file must have to be read as a results store
+_REQUIRED = {"jobs": {"job_id", "status", "record"}, "problems": {"name", "summary"},
+             "metadata": {"key", "value"}}
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_IDENTITY = {"job_id", "problem", "method", "budget", "status"}   # what add_record needs
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, default=str)
+
+
+class StoreDamaged(InputError):
+    """The file at a store's path is not a sound results store (exit code 2, one line)."""
+
+    def __init__(self, path: Path, why: str, fix: str = ""):
+        why = " ".join(why.split(" with text ")[0].split())[:200]   # one short line
+        super().__init__("store", f"{path} is damaged or not a results store: {why}", fix or (
+            f"restore it from a backup, or start a new store with --store NEW.sqlite; "
+            f"`python -m harness export --store {path} --out rows.csv` saves the jobs still "
+            f"readable"))
+        self.path, self.why = path, why
+
+
+class StoreFull(InputError):
+    """A write to the store failed with a full disk (exit code 2, one line)."""
+
+    def __init__(self, path: Path, problem: str, fix: str = ""):
+        super().__init__("store", f"cannot write {path}: {problem}",
+                         fix or "free some space and run the same command again")
+        self.path, self.problem = path, problem
+
+
+def _is_full(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.Error):
+        return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_FULL
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def read_only_connection(path: str | Path) -> sqlite3.Connection:
+    """A connection that cannot write the store, nor create anything beside it when no writer
+    is there (no write-ahead log: opened as immutable; else read beside the writer)."""
+    path = Path(path)
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
+    return sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=30.0)
+
+
+def damage(path: str | Path) -> str | None:
+    """Why the file at `path` is not a sound results store (None: it is one). Read-only."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size == 0:
+        return "the file is empty (0 bytes)"
+    with open(path, "rb") as f:
+        head = f.read(len(_SQLITE_HEADER))
+    if head != _SQLITE_HEADER:
+        text = all(32 <= b < 127 or b in b"\t\r\n" for b in head)
+        kind = "a text file" if text else f"it starts with {head[:12]!r}"
+        return f"not an SQLite file ({kind})"
+    why = _check(path)
+    if why is not None and Path(f"{path}-wal").exists():
+        why = _check(path)   # a writer may have started (and checkpointed) while we read
+    return why
+
+
+def _check(path: Path) -> str | None:
+    try:
+        with closing(read_only_connection(path)) as db:
+            found = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+            if found != ["ok"]:
+                return "quick_check: " + "; ".join(found)
+            for table, columns in _REQUIRED.items():
+                have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+                if not have:
+                    return f"it has no {table} table"
+                if not columns <= have:
+                    return f"its {table} table lacks {', '.join(sorted(columns - have))}"
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return None
+
+
+def held_paths(path: str | Path) -> list[Path]:
+    """Where records that could not be written wait for the next writer: beside the store,
+    else (that disk is full too) in the temporary folder, named after the store's path."""
+    path = Path(path)
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return [Path(f"{path}-held.jsonl"),
+            Path(tempfile.gettempdir()) / f"gpc-harness-held-{digest}.jsonl"]
+
+
+def held_records(path: str | Path) -> list[tuple[Path, list[dict[str, Any]]]]:
+    """(side file, its records) of every side file of the store's held records (`held_paths`),
+    read-only; a line cut short when the disk filled is left out (its job runs again)."""
+    found = []
+    for held in held_paths(path):
+        if not held.is_file():
+            continue
+        records = []
+        for line in held.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and _IDENTITY <= set(record):
+                records.append(record)
+        found.append((held, records))
+    return found
+
+
+def _create(path: Path) -> None:
+    """A new, empty store at `path`, built under a temporary name and renamed into place."""
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}")
+    try:
+        with closing(sqlite3.connect(tmp)) as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            db.commit()
+        os.replace(tmp, path)
+    except (OSError, sqlite3.Error) as exc:
+        tmp.unlink(missing_ok=True)
+        if _is_full(exc):
+            raise StoreFull(path, f"the disk is full ({exc})") from None
+        raise
+
+
+class ResultStore:
+    """A results database; safe to reopen and to read while a sweep writes (WAL).
+
+    Opened for writing (the default), it takes the store's writer lock (StoreBusy if another
+    process has it), refuses a damaged file (StoreDamaged) and creates a missing one;
+    `read_only=True` checks the file and reads it, taking no lock and writing nothing.
+    """
+
+    def __init__(self, path: str | Path, read_only: bool = False):
+        self.path = Path(path)
+        self.read_only = read_only
+        self.lock: StoreLock | None = None
+        if read_only:
+            if not self.path.is_file():
+                raise InputError("store", f"no results store at {self.path}",
+                                 "run `python -m harness sweep` first or give --store PATH")
+            self._refuse_damaged()
+            self._db = read_only_connection(self.path)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = StoreLock(self.path)
+        try:
+            if self.path.exists():
+                self._refuse_damaged()
+            else:
+                _create(self.path)
+            self._db = sqlite3.connect(self.path, timeout=30.0)
+            with self._writing():
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(_SCHEMA)
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+                for column in _ADDED_COLUMNS:
+                    if column not in columns:
+                        self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} REAL")
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _refuse_damaged(self) -> None:
+        why = damage(self.path)
+        if why is not None:
+            raise StoreDamaged(self.path, why)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction; a full disk becomes StoreFull (the transaction rolled back)."""
+        try:
+            with self._db:
+                yield
+        except sqlite3.OperationalError as exc:
+            if _is_full(exc):
+                raise StoreFull(self.path, f"the disk is full ({exc})") from None
+            raise
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        """The rows of a query; damage found while reading (a page, text that is not UTF-8)
+        becomes StoreDamaged."""
+        try:
+            return self._db.execute(sql, tuple(params)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+            if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or \
+                    "decode" in str(exc).lower():
+                raise StoreDamaged(self.path, str(exc)) from None
+            raise
+
+    def _loads(self, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise StoreDamaged(self.path, f"a stored value is not JSON ({exc})") from None
+
+    def close(self) -> None:
+        try:
+            self._db.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- jobs ---------------------------------------------------------------------------
+    def add_record(self, record: dict[str, Any]) -> None:
+        """Store one finished job (replacing an earlier record with the same job_id)."""
+        row = (
+            record["job_id"], record.get("sweep"), record["problem"], record["method"],
+            int(record["budget"]), record.get("replicate"), record["status"],
+            record.get("reason", ""), record.get("log_marginal_likelihood"),
+            record.get("cpu_seconds"), record.get("abs_log_error"), record.get("mape_percent"),
+            record.get("mae"), record.get("finished_at") or datetime.now(UTC).isoformat(),
+            _json(record), record.get("setup_cpu_seconds"),
+        )
+        with self._writing():
+            self._db.execute(f"INSERT OR REPLACE INTO jobs ({', '.join(_COLUMNS)}) VALUES "
+                             f"({', '.join('?' * len(_COLUMNS))})", row)
+            self._db.execute(
+                "INSERT INTO job_log (job_id, status, finished_at, stored_at) VALUES (?,?,?,?)",
+                (record["job_id"], record["status"], row[13], datetime.now(UTC).isoformat()))
+
+    def job_ids(self, statuses: Iterable[str] | None = None) -> set[str]:
+        if statuses is None:
+            return {r[0] for r in self._rows("SELECT job_id FROM jobs")}
+        statuses = list(statuses)
+        marks = ",".join("?" * len(statuses))
+        return {r[0] for r in self._rows(f"SELECT job_id FROM jobs WHERE status IN ({marks})",
+                                         statuses)}
+
+    def job_log(self) -> list[dict[str, Any]]:
+        """Every add_record so far, oldest first: seq, job_id, status, finished_at, stored_at."""
+        cols = ("seq", "job_id", "status", "finished_at", "stored_at")
+        return [dict(zip(cols, r, strict=True)) for r in
+                self._rows(f"SELECT {', '.join(cols)} FROM job_log ORDER BY seq")]
+
+    def status_counts(self, job_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Number of stored jobs by status (of the given job ids only, if given)."""
+        if job_ids is None:
+            return dict(self._rows("SELECT status, COUNT(*) FROM jobs GROUP BY status"))
+        wanted = set(job_ids)
+        counts: dict[str, int] = {}
+        for job_id, status in self._rows("SELECT job_id, status FROM jobs"):
+            if job_id in wanted:
+                counts[status] = counts.get(status, 0) + 1
+        return counts
+
+    def records(self) -> list[dict[str, Any]]:
+        return [self._loads(r[0]) for r in
+                self._rows("SELECT record FROM jobs ORDER BY problem, method, budget")]
+
+    # ---- records held back by a full disk ----------------------------------------------
+    def hold(self, records: list[dict[str, Any]]) -> Path | None:
+        """Append records that could not be stored to a side file (JSON lines, `held_paths`);
+        returns its path, or None if no side file could be written either."""
+        text = "".join(_json(r) + "\n" for r in records)
+        for path in held_paths(self.path):
+            size = path.stat().st_size if path.exists() else None
+            try:
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+                return path
+            except OSError:   # no space here either: leave the file as it was, try the next
+                try:
+                    if size is None:
+                        path.unlink()
+                    else:
+                        os.truncate(path, size)
+                except OSError:
+                    pass
+        return None
+
+    def import_held(self) -> tuple[int, list[Path]]:
+        """Store the records a full disk held back (`hold`), then remove their side files;
+        returns (records imported, side files read). A record already stored as it is is
+        skipped."""
+        imported, files = 0, []
+        for path, records in held_records(self.path):
+            files.append(path)
+            for record in records:
+                stored = self._rows("SELECT record FROM jobs WHERE job_id = ?",
+                                    [record["job_id"]])
+                if stored and stored[0][0] == _json(record):
+                    continue
+                self.add_record(record)
+                imported += 1
+            path.unlink()
+        return imported, files
+
+    # ---- parts of split jobs (harness.execution.split)
+    # --------------------------------------------
+    def add_part(self, job_id: str, part: int, record: dict[str, Any]) -> None:
+        """Store one finished part of a split job (replacing an earlier one of that index)."""
+        with self._writing():
+            self._db.execute("INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?)",
+                             (job_id, int(part), _json(record), datetime.now(UTC).isoformat()))
+
+    def parts_of(self, job_id: str) -> list[dict[str, Any]]:
+        """The stored part records of a job, by part index (none in an older store)."""
+        if self.read_only and not self._rows(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'parts'"):
+            return []
+        return [self._loads(r[0]) for r in self._rows(
+            "SELECT record FROM parts WHERE job_id = ? ORDER BY part", (job_id,))]
+
+    # ---- problems and metadata ----------------------------------------------------------
+    def add_problem(self, summary: dict[str, Any]) -> None:
+        with self._writing():
+            self._db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)",
+                             (summary["name"], _json(summary)))
+
+    def problems(self) -> dict[str, dict[str, Any]]:
+        return {name: self._loads(s) for name, s in
+                self._rows("SELECT name, summary FROM problems ORDER BY name")}
+
+    def set_metadata(self, key: str, value: Any) -> None:
+        with self._writing():
+            self._db.execute("INSERT OR REPLACE INTO metadata VALUES (?, ?)", (key, _json(value)))
+
+    def metadata(self) -> dict[str, Any]:
+        return {k: self._loads(v) for k, v in self._rows("SELECT key, value FROM metadata")}
+
+    # ---- reference values (harness.references.compute) -------------------------------------------
+    def add_reference(self, record: dict[str, Any]) -> None:
+        """Store a problem's reference record (replacing an earlier one of that problem)."""
+        with self._writing():
+            self._db.execute('INSERT OR REPLACE INTO "references" VALUES (?, ?, ?, ?)',
+                             (record["problem"], record["fingerprint"], record["created_at"],
+                              _json(record)))
+
+    def references(self) -> dict[str, dict[str, Any]]:
+        """{problem name: reference record} of every stored reference (none in a store made
+        before the table existed and opened read-only)."""
+        if not self._rows("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'references'"):
+            return {}
+        return {name: self._loads(r) for name, r in
+                self._rows('SELECT problem, record FROM "references" ORDER BY problem')}
+
+
+# ---- salvage: what a damaged store still holds ------------------------------------------
+@dataclass
+class Salvage:
+    """The rows of a damaged store that could still be read (`salvage`)."""
+
+    records: list[dict[str, Any]]
+    problems: dict[str, dict[str, Any]]
+    metadata: dict[str, Any]
+    unreadable: int          # damaged stretches skipped and rows whose text was not JSON
+
+
+def salvage(path: str | Path) -> Salvage:
+    """Every row of the jobs, problems and metadata tables that can still be read, read-only.
+
+    Rows are read one at a time in rowid order; where a read fails (a damaged or missing
+    page), the next readable rowid is found by doubling the step and then bisecting back,
+    so a damaged stretch of the table costs O(log rowid) reads and the rows on both sides are
+    kept. `writable_schema` (a setting of this connection only) lets SQLite open a file
+    shorter than its header says (a truncated store). Raises StoreDamaged if nothing of the
+    file can be read as SQLite.
+    """
+    path = Path(path)
+    try:
+        db = read_only_connection(path)
+        db.text_factory = bytes
+        db.execute("PRAGMA writable_schema=ON")
+        tables = {r[0].decode() for r in
+                  db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreDamaged(path, f"nothing can be read ({exc})",
+                           "restore it from a backup, or start a new store with --store") \
+            from None
+    unreadable = 0
+
+    def values(table: str, columns: str) -> Iterator[tuple[Any, ...]]:
+        nonlocal unreadable
+        if table not in tables:
+            return
+        rows, skipped = _readable_rows(db, table, columns)
+        unreadable += skipped
+        for row in rows:
+            try:
+                yield (*row[:-1], json.loads(row[-1].decode("utf-8")))
+            except (ValueError, AttributeError):
+                unreadable += 1
+
+    with closing(db):
+        records = [v[0] for v in values("jobs", "record")]
+        problems = {k.decode(): v for k, v in values("problems", "name, summary")
+                    if isinstance(k, bytes)}
+        metadata = {k.decode(): v for k, v in values("metadata", "key, value")
+                    if isinstance(k, bytes)}
+    return Salvage(records, problems, metadata, unreadable)
+
+
+def _readable_rows(db: sqlite3.Connection, table: str, columns: str
+                   ) -> tuple[list[tuple], int]:
+    """(the readable rows of `table` as (columns...), damaged stretches skipped)."""
+    sql = f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT 1"
+    largest = 2 ** 63 - 1
+
+    def readable(after: int) -> tuple | None | bool:
+        try:
+            return db.execute(sql, (after,)).fetchone()
+        except sqlite3.DatabaseError:
+            return False
+
+    rows, skipped, after = [], 0, -(2 ** 63)
+    while True:
+        row = readable(after)
+        if row is None:
+            return rows, skipped
+        if row is not False:
+            rows.append(row[1:])
+            after = row[0]
+            continue
+        skipped += 1
+        bad, step = after, 1          # bad: a start that fails; find one that reads
+        while readable(min(bad + step, largest)) is False:
+            if bad + step >= largest:
+                return rows, skipped
+            bad, step = bad + step, step * 2
+        good = min(bad + step, largest)
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            if readable(mid) is False:
+                bad = mid
+            else:
+                good = mid
+        after = good

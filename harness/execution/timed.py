@@ -1,0 +1,208 @@
+"""One method call, timed in this process (the timing rules of docs/design.md).
+
+BLAS is limited to one thread, and the method call is timed by thread CPU time, wall time
+and the peak extra memory it touched (harness.core.memory: the kernel's resident high-water
+mark, at no cost to the call; tracemalloc where that is unavailable).
+
+Set-up (`Method.prepare`: per-problem factorisations, reorderings, saddle points, compression,
+and the problem's lazily built dense quantities they trigger) runs before, outside the timed
+region, and is timed apart: setup_cpu_seconds, setup_wall_seconds. It is cached per process,
+so only the first job of a problem x method in a worker pays it; this module keeps the cost it
+measured then (`_SETUP`, keyed by the problem object and the method's label) and every later
+job of the pair reports the same seconds with setup_cached = true.
+
+Limits. Inside harness.core.deadline.cpu_time_limit, a cached set-up's recorded CPU counts
+against the limit like a set-up built by the job itself (deadline.charged), so the status never
+depends on which job of a worker built it. An allocation that fails is "failed" with "memory:"
+and the numbers (harness.model.limits.memory_reason).
+"""
+
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from harness.core.deadline import TimeLimitExceeded, charged, check_deadline
+from harness.core.errors import InputError
+from harness.core.memory import peak_memory
+from harness.model import limits as hard
+from harness.model.debugging import exception_reason
+from harness.model.method import Method
+from harness.model.problem import Problem
+from harness.model.result import Estimate
+
+_blas = hard.blas_controller   # one threadpoolctl controller per process
+
+
+def plain(value):
+    """A JSON-safe scalar: numpy scalars as Python numbers, inf and NaN as None."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def listed(values) -> list[float] | None:
+    """An array as a plain list of floats (None stays None)."""
+    return None if values is None else np.asarray(values, float).tolist()
+
+
+class SetupCost(NamedTuple):
+    """What a set-up cost when this process built it: CPU and wall seconds, and the memory it
+    added to the process (VmData growth, bytes; None where it cannot be read)."""
+
+    cpu: float
+    wall: float
+    held: int | None
+
+
+T = TypeVar("T")
+
+_SETUP: WeakKeyDictionary[Problem, dict[str, SetupCost]] = WeakKeyDictionary()
+
+
+def prepare_untimed(problem: Problem, method: Method, blas_threads: int = 1) -> None:
+    """method.prepare(problem) with the dense quantities it reads (no timing, no record)."""
+    with _blas().limit(limits=blas_threads, user_api="blas"):
+        if method.needs_dense(problem.n_train):
+            problem.warm()   # the dense K, R and factor it reads, built outside the estimate
+        method.prepare(problem)
+
+
+def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> dict[str, Any]:
+    """Run method.prepare(problem) (with BLAS on `blas_threads`) and report its set-up cost.
+
+    The set-up includes the problem's dense K, R and Cholesky factor when the method reads
+    them (Method.needs_dense): structured problems build them only then (Problem.warm).
+    The cost is the one measured when this process first prepared this problem for a method
+    with this label; later calls still call prepare (a cache hit) and report that cost with
+    setup_cached = True. (Caches shared between methods, e.g. the problem's Cholesky factor,
+    are paid by whichever method needs them first.)
+    """
+    seen = _SETUP.setdefault(problem, {})
+    label = method.label()
+    cached = label in seen
+    data0 = None if cached else hard.data_size()
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
+    prepare_untimed(problem, method, blas_threads)
+    cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+    if not cached:
+        data1 = None if data0 is None else hard.data_size()
+        seen[label] = SetupCost(cpu, wall, None if data1 is None else max(data1 - data0, 0))
+    cpu, wall, _ = seen[label]
+    return {"setup_cpu_seconds": cpu, "setup_wall_seconds": wall, "setup_cached": cached}
+
+
+def setup_cost(problem: Problem, method: Method) -> SetupCost | None:
+    """The recorded cost of this problem x method's set-up, if this process has built it."""
+    return _SETUP.get(problem, {}).get(method.label())
+
+
+def record_setup(problem: Problem, method: Method, cost: SetupCost) -> None:
+    """Record a set-up's cost as measured elsewhere (harness.execution.isolated.adopt_setup)."""
+    _SETUP.setdefault(problem, {})[method.label()] = cost
+
+
+def _within_limit(work: Callable[..., T]) -> Callable[..., T]:
+    """work, with the CPU-time deadline checked before (a cached set-up may have used the
+    limit up) and after it (a method that never checks is still a timeout once past it)."""
+    def checked(*args):
+        check_deadline()
+        result = work(*args)
+        check_deadline()
+        return result
+    return checked
+
+
+def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
+               blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+               on_setup: Callable[[dict[str, Any]], None] | None = None,
+               ) -> tuple[T | None, Estimate | None, dict[str, Any]]:
+    """Set up the method (timed_prepare), then run work() timed: (its result, None, timing).
+
+    The timing holds cpu_seconds (thread CPU), process_cpu_seconds, wall_seconds, the set-up
+    fields of timed_prepare, peak_memory_mb and memory_source. Inside
+    harness.core.deadline.cpu_time_limit(...), a method that passes the limit stops at its next
+    check_deadline(); a cached set-up's CPU counts against the limit (module doc). A time-out,
+    a failed allocation or a bug in the method becomes (None, an Estimate with status
+    'timeout', 'failed' (reason "memory: ...") or 'error' and the reason, timing); an
+    InputError is raised, and so is any other exception with raise_errors=True. on_setup(the
+    set-up fields) is called once the set-up succeeded. Shared by run_method (one estimate)
+    and harness.execution.split.run_part (one part of a split estimate).
+    """
+    def guarded(fn):
+        try:
+            return fn(), None
+        except InputError:
+            raise
+        except TimeLimitExceeded as exc:  # the cooperative CPU-time limit (harness.core.deadline)
+            return None, Estimate(None, None, status="timeout", reason=str(exc))
+        except MemoryError as exc:        # past the memory limit (harness.model.limits) or the RAM
+            if raise_errors:
+                raise
+            return None, Estimate.failed(hard.memory_reason(exc))
+        except Exception as exc:  # noqa: BLE001 - recorded, never lost
+            if raise_errors:
+                raise
+            return None, Estimate(None, None, status="error",
+                                  reason=exception_reason(exc, type(method)))
+
+    setup: dict[str, Any] = {}
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
+    _, failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
+    if failed:   # what the set-up used until it stopped
+        setup = {"setup_cpu_seconds": time.thread_time() - cpu0,
+                 "setup_wall_seconds": time.perf_counter() - wall0, "setup_cached": False}
+    elif on_setup is not None:
+        on_setup(setup)
+    value = None
+    with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
+                                                             user_api="blas"), \
+            charged(setup["setup_cpu_seconds"] if setup.get("setup_cached") else 0.0):
+        cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+        if failed is None:
+            value, failed = guarded(_within_limit(work))
+        cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
+                           time.perf_counter() - wall0)
+    return value, failed, {"cpu_seconds": cpu, "process_cpu_seconds": proc,
+                           "wall_seconds": wall, **setup, "peak_memory_mb": memory.mb,
+                           "memory_source": memory.source}
+
+
+def estimate_fields(estimate: Estimate) -> dict[str, Any]:
+    """The record fields of an Estimate, as plain JSON-safe data."""
+    return {
+        "status": estimate.status,
+        "reason": estimate.reason,
+        "log_marginal_likelihood": plain(estimate.log_marginal_likelihood),
+        "log_marginal_likelihood_se": plain(estimate.log_marginal_likelihood_se),
+        "test_probabilities": listed(estimate.test_probabilities),
+        "test_probabilities_se": listed(estimate.test_probabilities_se),
+    }
+
+
+def run_method(
+    problem: Problem, method: Method, budget: int, rng: np.random.Generator,
+    *, blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+    on_setup: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Estimate with timing (timed_call); a bug in a method becomes status 'error' with the
+    reason (naming the method's file and line, harness.model.debugging), a time-out 'timeout', a
+    failed allocation 'failed' with a reason starting "memory:". trace_memory=False skips the
+    peak-memory measurement (peak_memory_mb None); raise_errors=True re-raises a method's
+    exception with its traceback (`run --raise`).
+    """
+    estimate, failed, timing = timed_call(
+        problem, method, lambda: method.estimate(problem, budget, rng),
+        blas_threads=blas_threads, trace_memory=trace_memory, raise_errors=raise_errors,
+        on_setup=on_setup)
+    estimate = failed or estimate
+    return {**estimate_fields(estimate), **timing,
+            "diagnostics": {k: plain(v) for k, v in estimate.diagnostics.items()}}

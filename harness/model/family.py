@@ -1,0 +1,56 @@
+"""Problem families: named, parameterised builders of Problems (the 'datasets' plugins)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.core.errors import InputError
+from harness.model.problem import Problem
+from harness.model.settings import coerce_setting
+
+
+@dataclass(frozen=True)
+class ProblemFamily:
+    """A family of problems: build(**params) -> Problem.
+
+    truth: 'exact' (an oracle), 'posterior' (a generating model), or 'none'.
+    presets: named parameter sets, e.g. the paper's problems ('linear1d-p3').
+    """
+
+    name: str
+    build: Callable[..., Problem]
+    summary: str
+    truth: str = "none"
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def defaults(self) -> dict[str, Any]:
+        # `name` is the problem's display name, set by make(): not a user parameter
+        return {
+            p.name: p.default
+            for p in inspect.signature(self.build).parameters.values()
+            if p.default is not inspect.Parameter.empty and p.name != "name"
+        }
+
+    def make(self, params: Mapping[str, Any], name: str | None = None) -> Problem:
+        """Build a problem from user parameters (strings coerced to the defaults' types)."""
+        defaults = self.defaults()
+        kwargs = {}
+        for key, value in params.items():
+            if key not in defaults:
+                raise InputError(
+                    f"problem {self.name}: parameter {key!r}",
+                    "is not a parameter of this family",
+                    f"valid parameters: {', '.join(sorted(defaults))}",
+                )
+            kwargs[key] = coerce_setting(f"problem {self.name}: parameter {key!r}", value,
+                                         defaults[key])
+        return self.build(**kwargs, name=name or canonical_name(self.name, kwargs))
+
+
+def canonical_name(family: str, params: Mapping[str, Any]) -> str:
+    if not params:
+        return family
+    return f"{family}:" + ",".join(f"{k}={params[k]}" for k in sorted(params))

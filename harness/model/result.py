@@ -1,0 +1,65 @@
+"""What a method returns: plain numbers, checked for numerical honesty (`Estimate`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# ok: an answer; unreliable: an answer (numbers kept, checked like ok) that the method's own
+# diagnostics call degenerate (harness.model.reliability), with the reason; failed: no answer.
+STATUSES = ("ok", "unreliable", "failed")
+ANSWERED = ("ok", "unreliable")   # statuses that carry the method's numbers
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One method's answer on one problem at one budget.
+
+    log_marginal_likelihood is None when the method does not estimate it (and -inf is never
+    a valid answer: a degenerate run is `Estimate.failed(...)` with a reason).
+    test_probabilities has one entry in [0, 1] per test point (empty for orthant problems),
+    or is None when the method does not predict. test_probabilities_se holds their standard
+    errors, one >= 0 per test point, when the method estimates them (None otherwise).
+    """
+
+    log_marginal_likelihood: float | None
+    test_probabilities: np.ndarray | None = None
+    log_marginal_likelihood_se: float | None = None
+    status: str = "ok"
+    reason: str = ""
+    diagnostics: Mapping[str, float | int | str] = field(default_factory=dict)
+    test_probabilities_se: np.ndarray | None = None
+
+    @classmethod
+    def failed(cls, reason: str, **diagnostics) -> Estimate:
+        return cls(None, None, status="failed", reason=reason, diagnostics=diagnostics)
+
+    def check(self, n_test: int) -> None:
+        """Raise AssertionError if an estimate breaks the output contract (a bug)."""
+        if self.status not in STATUSES:
+            raise AssertionError(f"unknown status {self.status!r}")
+        if self.status != "ok" and not self.reason:
+            raise AssertionError(f"an estimate with status {self.status!r} must say why")
+        if self.status == "failed":
+            return
+        if self.log_marginal_likelihood is not None:
+            lz = self.log_marginal_likelihood
+            if not np.isfinite(lz) or lz > 1e-9:
+                raise AssertionError(f"log marginal likelihood {lz!r} is not a log-probability")
+        if self.test_probabilities is not None:
+            p = np.asarray(self.test_probabilities)
+            if p.shape != (n_test,):
+                raise AssertionError(f"test probabilities have shape {p.shape}, want ({n_test},)")
+            if not np.all((p >= 0) & (p <= 1)):
+                raise AssertionError("test probabilities outside [0, 1] or NaN")
+        if self.test_probabilities_se is not None:
+            if self.test_probabilities is None:
+                raise AssertionError("standard errors without test probabilities")
+            se = np.asarray(self.test_probabilities_se)
+            if se.shape != (n_test,):
+                raise AssertionError(f"test probability SEs have shape {se.shape}, "
+                                     f"want ({n_test},)")
+            if not np.all(se >= 0):
+                raise AssertionError("test probability SEs negative or NaN")

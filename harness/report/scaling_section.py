@@ -1,0 +1,47 @@
+"""The report's "Cost against N" sections: the scaling fits of a family with several sizes,
+with their figures and tables (harness.report.scaling computes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.analysis.aggregate import ReportData
+from harness.report import html
+from harness.report.scaling import (
+    Scaling,
+    exponent_table,
+    facts,
+    families,
+    points_table,
+    scaling,
+)
+from harness.report.scaling_figures import scale_figures
+from harness.report.tables import Table
+
+
+@dataclass
+class ScaleSection:
+    scaling: Scaling
+    figures: list
+    tables: list[Table]
+
+
+def sections(data: ReportData, palette) -> list[ScaleSection]:
+    """One section per family with several sizes (empty otherwise)."""
+    out = []
+    for family in families(data):
+        s = scaling(data, family)
+        if s is None or not s.fits:
+            continue
+        out.append(ScaleSection(s, scale_figures(s, palette),
+                                [exponent_table(s, palette), points_table(s, palette)]))
+    return out
+
+
+def context(secs: list[ScaleSection], svgs: dict[str, bytes]) -> list[dict]:
+    """The template's view of the sections (figures as inline SVG)."""
+    return [{"name": f"Cost against N: {s.scaling.family}",
+             "anchor": "scale-" + html.anchor(s.scaling.family), "facts": facts(s.scaling),
+             "figure_specs": s.figures,
+             "figures": [html.figure_context(f, svgs[f.key]) for f in s.figures],
+             "tables": s.tables} for s in secs]
