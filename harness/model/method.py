@@ -38,8 +38,7 @@ class Method(ABC):
     #                                         (harness.plugins.checks; the report prints the reason)
     handles_orthant: ClassVar[bool] = True  # False: needs data and a kernel (latent-space methods)
     unbiased_z: ClassVar[bool] = False      # True: Ẑ (not log Ẑ) is unbiased for Z with every
-    #                                         setting (pseudo-marginal MCMC needs it, docs/math.md
-    # §12)
+    #                                         setting (pseudo-marginal MCMC, docs/math.md §12)
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -220,8 +219,7 @@ class Method(ABC):
         """The estimator itself; `budget` is a positive int."""
 
 
-# ---- the contract, checked when a plugin is loaded (harness.plugins.registry)
-# ------------------------
+# ---- the contract, checked when a plugin is loaded (harness.plugins.registry) --------------------
 _FLAGS = ("exact", "estimates_log_z", "predicts", "stochastic", "handles_orthant", "unbiased_z")
 
 

@@ -135,8 +135,7 @@ def test_bad_settings(setting, value):
         SovTlr(**{setting: value})
 
 
-# ---- the tile-low-rank Cholesky (harness.core.tlr) inside sov-tlr
-# ---------------------------------
+# ---- the tile-low-rank Cholesky (harness.core.tlr) inside sov-tlr --------------------------------
 @pytest.mark.parametrize("problem, reorder", [
     (onefactor(n=300, seed=3), "none"), (onefactor(n=250, seed=5), "block"),
     (linear1d(n_train=170, n_test=45, seed=4), "none"),
