@@ -144,3 +144,14 @@ def test_the_graph_sees_function_level_imports():
     # harness.cli.run imports the run pipeline inside its command function only
     assert "harness.execution.single" in imports_of(
         "harness.cli.run", modules["harness.cli.run"], modules)
+
+
+def test_command_modules_never_import_the_command_line_root(graph):
+    """harness.cli.main lists the commands; a command module imports only shared helpers
+    (harness.cli.args) and the layers below, never main (nor another command)."""
+    commands = [m for m in graph if m.startswith("harness.cli.") and m not in
+                ("harness.cli.main", "harness.cli.args")]
+    assert "harness.cli.run" in commands
+    for command in commands:
+        siblings = {m for m in graph[command] if m.startswith("harness.cli")}
+        assert siblings <= {"harness.cli.args"}, f"{command} imports {sorted(siblings)}"

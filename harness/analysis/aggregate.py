@@ -28,11 +28,11 @@ import pandas as pd
 
 from harness.core import metrics
 from harness.core.errors import InputError
+from harness.model.result import ANSWERED
 
 REFERENCE_FACTOR = 2.0
 OK = "ok"
 UNRELIABLE = "unreliable"
-ANSWERED = (OK, UNRELIABLE)   # statuses whose numbers are kept (harness.model.result.ANSWERED)
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import matplotlib
 
-from harness.analysis.aggregate import ANSWERED, OK, UNRELIABLE, ReportData, load
+from harness.analysis.aggregate import OK, UNRELIABLE, ReportData, load
 from harness.analysis.results import job_rows, write_csv
 from harness.model.problem import describe_kernel
+from harness.model.result import ANSWERED
 from harness.report import figures as figs
 from harness.report import html, pdf, reproduction, scaling_section, tables, tuning, tuning_section
 from harness.report.palette import palette_for
