@@ -3,7 +3,7 @@
 1. search: grid and explore-then-exploit over the scale of linear1d (K = scale x x^T,
    13 log-spaced points on [0.1, 100]) for each exact method: the CPU time to tune (sum of
    the evaluations' prepare + estimate CPU), the chosen scale, its distance from the exact
-   optimum (harness.tuning.reference) in log units and in grid steps.
+   optimum (harness.tuning.exact) in log units and in grid steps.
 2. pseudo-marginal: emcee over log scale driven by each unbiased Ẑ on a small problem:
    posterior mean, sd and quantiles of log scale against the exact posterior (1-D oracle on
    a grid), with Monte Carlo standard errors from the integrated autocorrelation time, and
@@ -43,8 +43,8 @@ def prepare_seconds(record) -> float:
 
 
 def part_search(args):
+    from harness.tuning.exact import exact_surface
     from harness.tuning.job import run_tune_job
-    from harness.tuning.reference import exact_surface
     from harness.tuning.space import TuneSpace
 
     space = TuneSpace.from_dict(SPACE)
@@ -70,9 +70,9 @@ def part_search(args):
 
 
 def part_pm(args):
+    from harness.tuning.exact import exact_log_posterior, posterior_summary
     from harness.tuning.job import run_tune_job
     from harness.tuning.pseudo_marginal import integrated_time
-    from harness.tuning.reference import exact_log_posterior, posterior_summary
     from harness.tuning.space import TuneSpace
 
     spec = "linear1d:n_train=40,n_test=0"

@@ -10,7 +10,7 @@ Tables:
   metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...;
                                                tune_reference:<problem name>: the exact log Z
                                                surface, optimum and posterior of a tuning
-                                               sweep's problem (harness.sweep.references)
+                                               sweep's problem (harness.sweep.tune_exact)
   job_log(seq, job_id, status, finished_at, stored_at)  -- every add_record, append-only
                                                (an audit trail: which job was stored when)
   references(problem PRIMARY KEY, fingerprint, created_at, record JSON)

@@ -6,7 +6,7 @@ search space. For each group:
 - the estimated log Z surface of every method, from its grid-strategy runs: the mean over
   replicates at each grid point, ± its standard error (the spread of the replicates; a single
   replicate's own SE when there is one replicate);
-- the reference: the exact surface and optimum stored by the sweep (harness.sweep.references),
+- the reference: the exact surface and optimum stored by the sweep (harness.sweep.tune_exact),
   else the consensus — the per-point median of the exact methods' grid evaluations — and its
   best grid point;
 - per method × strategy: the chosen point, its distance from the reference optimum in natural-log
@@ -204,7 +204,7 @@ def set_reference(group: TuneGroup) -> None:
 
 def groups(data) -> list[TuneGroup]:
     """One TuneGroup per problem × search space, in problem order, surfaces filled in."""
-    from harness.sweep.references import stored_references
+    from harness.sweep.tune_exact import stored_references
 
     refs = stored_references(data.metadata)
     by_key: dict[tuple[str, str], list[dict]] = {}
@@ -299,7 +299,7 @@ def optimum_table(group: TuneGroup, palette) -> Table:
 
 def exact_posterior_moments(reference: dict | None) -> tuple[float, float] | None:
     """Mean and sd of the log-parameter under the stored exact posterior (1-D)."""
-    from harness.tuning.reference import posterior_summary
+    from harness.tuning.exact import posterior_summary
 
     post = (reference or {}).get("posterior")
     if not post:

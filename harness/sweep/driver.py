@@ -40,8 +40,8 @@ from harness.execution.store import ResultStore, StoreFull, held_records
 from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
-from harness.sweep.references import record_references
 from harness.sweep.spec import Sweep, load_sweep
+from harness.sweep.tune_exact import record_references
 
 KEY_PREFIX = "gpc-job-"
 EXIT_OK, EXIT_NOT_OK, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 3, 130

@@ -13,7 +13,7 @@ from harness.execution.store import ResultStore
 from harness.report import build_report
 from harness.report import tuning as tun
 from harness.report.style import Palette
-from harness.sweep.references import reference_key
+from harness.sweep.tune_exact import reference_key
 
 GRID = np.geomspace(0.1, 100.0, 7)            # log step ln(10) / 2
 SPACE = {"scale": [0.1, 100.0, 7]}

@@ -10,8 +10,8 @@ import numpy as np
 from harness.cli.main import main
 from harness.execution.store import ResultStore
 from harness.sweep.plan import plan
-from harness.sweep.references import reference_key
 from harness.sweep.spec import load_sweep
+from harness.sweep.tune_exact import reference_key
 
 TINY = """\
 name = "tiny-tune"

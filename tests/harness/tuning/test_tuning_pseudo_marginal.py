@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from harness.core.errors import InputError
+from harness.tuning.exact import exact_log_posterior, posterior_summary
 from harness.tuning.job import run_tune_job
 from harness.tuning.pseudo_marginal import check_unbiased, integrated_time, unbiased_methods
-from harness.tuning.reference import exact_log_posterior, posterior_summary
 from harness.tuning.space import TuneSpace
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.tuning.exact import exact_surface
 from harness.tuning.job import run_tune_job
-from harness.tuning.reference import exact_surface
 from harness.tuning.space import TuneSpace
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")

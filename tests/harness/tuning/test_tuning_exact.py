@@ -1,4 +1,4 @@
-"""The exact references of tuning (harness/tuning/reference.py) against brute force."""
+"""The exact references of tuning (harness/tuning/exact.py) against brute force."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from scipy.special import log_ndtr, logsumexp
 
 from harness.core.errors import InputError
 from harness.tuning.evaluate import build_problem
-from harness.tuning.reference import (
+from harness.tuning.exact import (
     exact_log_posterior,
     exact_surface,
     posterior_summary,

@@ -3,7 +3,7 @@
 For each problem of a `kind = "tune"` sweep the store's metadata gets
 
     tune_reference:<problem name> = {"space": {name: [low, high, num]},
-                                      "surface": harness.tuning.reference.exact_surface(...)
+                                      "surface": harness.tuning.exact.exact_surface(...)
                                                  or None (no exact truth: the report uses the
                                                  consensus of the exact methods instead),
                                       "posterior": {"log_grid": [...], "log_density": [...]}
@@ -31,7 +31,7 @@ def reference_key(problem_name: str) -> str:
 
 def compute_reference(spec: str, tune, want_posterior: bool) -> dict[str, Any]:
     """The stored reference of one problem (see the module docstring)."""
-    from harness.tuning.reference import exact_log_posterior, exact_surface
+    from harness.tuning.exact import exact_log_posterior, exact_surface
     from harness.tuning.space import TuneSpace
 
     space = TuneSpace.from_dict(tune.space)
