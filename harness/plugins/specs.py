@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.core.errors import InputError
 from harness.model.problem import Problem
-from harness.model.settings import Where, as_text, coerce_setting, did_you_mean
+from harness.model.settings import Where, as_text, coerce_setting, did_you_mean, typed
 from harness.plugins.registry import get_family, presets, problem_families
 
 FILE_SUFFIXES = (".npz", ".csv")
@@ -117,7 +117,7 @@ def canonical_problem(w: Where, where: str, head: str, options: dict[str, Any],
         raise w.error(where, f"unknown problem family or preset {head!r}",
                       (f"did you mean {close[0]!r}? " if close else "")
                       + f"known: {', '.join(known)}; or a path to a .npz/.csv file")
-    typed = {}
+    values = {}
     if family is not None:
         defaults = family.defaults()
         defaults.pop("name", None)
@@ -131,9 +131,9 @@ def canonical_problem(w: Where, where: str, head: str, options: dict[str, Any],
                     v = coerce_setting(f"{where}.{k}", v, defaults[k])
                 except InputError as exc:
                     raise w.rewrap(f"{where}.{k}", exc) from None
-            typed[k] = typed(w, f"{where}.{k}", v, defaults[k])
+            values[k] = typed(w, f"{where}.{k}", v, defaults[k])
     else:
-        typed = dict(options)
-    if not typed:
+        values = dict(options)
+    if not values:
         return head
-    return f"{head}:" + ",".join(f"{k}={as_text(typed[k])}" for k in sorted(typed))
+    return f"{head}:" + ",".join(f"{k}={as_text(values[k])}" for k in sorted(values))
