@@ -28,7 +28,7 @@ Predictions: the ratio estimator (C.7) with the SAME samples in numerator and de
 which always lies in (0, 1) (a weighted mean of values in (0, 1)), computed as a difference of
 log-sum-exps. Its standard error comes from the K randomisations (linearised ratio).
 
-Split estimates (Method.split_budget, issue 15): a part is K whole randomisations at its
+Split estimates (SplitsEstimates.split_budget, issue 15): a part is K whole randomisations at its
 budget, returned as their sufficient statistics (SovSums: sizes, log Σ W and log Σ W Φ(c*/s)
 per randomisation, log Σ W², the largest log weight); parts combine by concatenating their
 randomisations, and one estimate is the combination of one part (sov_run builds every
@@ -91,11 +91,12 @@ from harness.core.reorder import REORDERINGS
 from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.core.truncnorm import draw_above
 from harness.model.footprint import MemoryEstimate, dense
-from harness.model.method import Method, split_evenly
+from harness.model.method import Method
 from harness.model.ordered import ordered_problem
 from harness.model.problem import Problem
 from harness.model.reliability import degenerate_weights, unreliable_reason
 from harness.model.result import Estimate
+from harness.model.splitting import SplitsEstimates, split_evenly
 
 _TEST_ELEMENTS = 1 << 22   # test-variable block size (particles x test points) in memory
 # Bytes per particle and variable at the peak of a chunk (harness.model.footprint): generating the
@@ -225,7 +226,7 @@ class SetupFailed(Exception):
     """The set-up of an SOV-family estimate failed (the message is the Estimate's reason)."""
 
 
-class Sov(Method):
+class Sov(SplitsEstimates, Method):
     """Genz separation of variables with randomised QMC (docs/math.md §6); see the module doc."""
 
     name = "sov"
@@ -372,7 +373,7 @@ class Sov(Method):
             for k, r0, m in rows:
                 num[k, cols] = np.logaddexp(num[k, cols], logsumexp(T[r0 : r0 + m], axis=0))
 
-    # ---- one estimate, or one split into parts (Method.split_budget) ---------------------
+    # ---- one estimate, or one split into parts (SplitsEstimates) ---------------------
     def set_up(self, problem: Problem) -> tuple[Factor, dict]:
         """The factor and the set-up diagnostics (the same for every part of a split
         estimate; cached per problem). Raises SetupFailed with the reason."""
@@ -427,9 +428,6 @@ class Sov(Method):
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"part {index} is not a {self.name} part for a problem with "
                              f"{n_test} test points ({type(exc).__name__}: {exc})") from None
-
-    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        return self.combine_parts(problem, [self.estimate_part(problem, budget, rng)])
 
     def _sov_estimate(self, problem: Problem, run: SovRun, setup: dict) -> Estimate:
         """The Estimate and its diagnostics from a SovRun (every SOV-family estimate)."""

@@ -121,77 +121,6 @@ class Method(ABC):
             raise TypeError("rng must be a numpy.random.Generator")
         self.check_job(int(budget), problem.n_train)
 
-    # ---- one estimate split into independent parts (optional; issue 15) --------------------
-    def split_budget(self, budget: int, parts: int) -> list[int] | None:
-        """Budgets of `parts` independent parts that together make one estimate at `budget`
-        (they sum to `budget`; fewer than `parts` entries if the budget cannot be split that
-        finely). None (the default): this method cannot split an estimate.
-
-        A method that splits also implements `_estimate_part` and `_combine_parts`; its parts
-        must be independent given their random streams (e.g. whole randomisations of a QMC
-        estimator, docs/math.md §6, or whole particle-filter runs, docs/math.md §5), so that the
-        combined estimate is exact: it is the estimate the method makes from all of their samples.
-        """
-        return None
-
-    def splits(self) -> bool:
-        """Whether this instance can split an estimate into parts (split_budget is not None)."""
-        return self.split_budget(1, 1) is not None
-
-    def estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
-        """Run one part and return its sufficient statistics as plain JSON-safe data (numbers,
-        lists, strings, None; never NaN or inf), with "budget": budget.
-
-        A part whose set-up cannot run (e.g. a failed factorisation) is {"budget": budget,
-        "failed": reason}; combine_parts then returns a failed Estimate with that reason.
-        Raises NotImplementedError if split_budget is None.
-        """
-        if not self.splits():
-            raise NotImplementedError(
-                f"method {self.name} cannot split an estimate into parts (its split_budget "
-                "returns None): run it with Method.estimate, or implement split_budget, "
-                "_estimate_part and _combine_parts (docs/writing-a-method.md)")
-        self._check_call(problem, budget, rng)
-        budget = int(budget)
-        if problem.is_orthant and not self.handles_orthant:
-            return {"budget": budget, "failed": f"{self.name} needs a GPC problem"}
-        part = self._estimate_part(problem, budget, rng)
-        part["budget"] = budget
-        return part
-
-    def combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
-        """The one Estimate of all `parts` (estimate_part results, in part-index order),
-        exactly: the estimate the method makes from all of their samples together (e.g. Ẑ the
-        particle-weighted mean of the parts' Ẑ, the ratio estimator's numerators and
-        denominators summed before dividing, the standard error from the spread of all the
-        independent randomisations; docs/math.md §5, §6). It depends only on the list of parts,
-        never on who ran them or when; combine_parts(problem, [estimate_part(problem, b, rng)])
-        is the method's estimate at budget b.
-        """
-        if not self.splits():
-            raise NotImplementedError(
-                f"method {self.name} cannot combine parts (its split_budget returns None)")
-        parts = list(parts)
-        if not parts:
-            raise ValueError("combine_parts needs at least one part")
-        for i, part in enumerate(parts):
-            if not isinstance(part, Mapping) or "budget" not in part:
-                raise ValueError(f"part {i} is not an estimate_part result: {part!r:.200}")
-        failed = next((p for p in parts if p.get("failed")), None)
-        if failed is not None:
-            return Estimate.failed(failed["failed"], parts=len(parts))
-        result = self._combine_parts(problem, parts)
-        result.check(problem.n_test)
-        return result
-
-    def _estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
-        """One part's sufficient statistics (a splitting method implements this)."""
-        raise NotImplementedError(f"method {self.name} does not implement _estimate_part")
-
-    def _combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
-        """The Estimate of the parts, none of them failed (a splitting method implements this)."""
-        raise NotImplementedError(f"method {self.name} does not implement _combine_parts")
-
     def needs_dense(self, n_train: int) -> bool:
         """Whether this instance reads the problem's dense K, R or Cholesky factor at this N.
 
@@ -284,17 +213,3 @@ def _settings_violations(cls: type) -> list[str]:
                      "argument with a default")
     return found
 
-
-def split_evenly(budget: int, parts: int, group: int = 1) -> list[int]:
-    """Part budgets for Method.split_budget: the budget cut into parts x group near-equal
-    pieces (the larger ones first, as harness.core.qmc.split_budget does), summed `group` pieces
-    at a time, so every part holds `group` whole pieces (e.g. randomisations) and all pieces
-    have the same size up to one. Fewer parts when the budget has fewer than parts x group
-    units (a part then still holds `group` pieces of at least one unit; at most one part)."""
-    for name, value in (("budget", budget), ("parts", parts)):
-        if not _positive_int(value):
-            raise InputError(name, f"must be a positive integer, got {value!r}")
-    parts = max(1, min(int(parts), int(budget) // max(1, group)))
-    base, extra = divmod(int(budget), parts * group)
-    pieces = [base + (k < extra) for k in range(parts * group)]
-    return [sum(pieces[p * group : (p + 1) * group]) for p in range(parts)]

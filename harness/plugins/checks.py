@@ -25,7 +25,7 @@ The checks (CHECKS, in this order):
 - output: status ok at smoke_budget on a 30-point GPC problem; log Z finite and < 0 (or None
   when estimates_log_z is False), its standard error finite and >= 0 or None, one test
   probability in [0, 1] per test point (None when predicts is False), diagnostics plain data;
-- split: only for a method whose split_budget is not None (one estimate split into parts,
+- split: only for a method that splits (harness.model.splitting; one estimate split into parts,
   issue 15): the budgets sum to the budget; parts are JSON-safe (json.dumps(allow_nan=False))
   and combine to a valid Estimate, the same after a JSON round trip and when the parts run in
   another order; one part alone combines to a valid Estimate;
@@ -58,6 +58,7 @@ from harness.model.debugging import exception_reason
 from harness.model.method import Method, _positive_int, contract_violations
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.splitting import splits
 
 CHECKS: dict[str, Callable[[type[Method]], str]] = {}
 SLOW_CHECKS = ("closed_forms", "accuracy")   # left out by quick=True
@@ -349,12 +350,12 @@ def check_output(cls):
 
 @_check
 def check_split(cls):
+    if not splits(cls):
+        raise SkipCheck("the method does not split an estimate into parts (it is not a "
+                        "harness.model.splitting.SplitsEstimates)")
     method = cls()
     budget = cls.smoke_budget
     budgets = method.split_budget(budget, 3)
-    if budgets is None:
-        raise SkipCheck("split_budget returns None: the method does not split an estimate "
-                        "into parts")
     assert (isinstance(budgets, list) and 1 <= len(budgets) <= 3
             and all(_positive_int(b) for b in budgets) and sum(budgets) == budget), (
         f"split_budget({budget}, 3) = {budgets!r}: want a list of 1 to 3 positive ints summing "
