@@ -65,6 +65,7 @@ from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
 from harness.model.settings import check_work
+from harness.model.tags import CheckSettings, Tags
 
 
 def temperature_schedule(n_temperatures: int) -> np.ndarray:
@@ -123,11 +124,10 @@ class Kernel(ABC):
 class AnnealedSampler(Method):
     """Base of the MCMC methods: a posterior chain for predictions, AIS for log Z."""
 
-    exact = True
     budget_unit = "samples"
-    handles_orthant = False
-    test_budget = 60
-    smoke_budget = 20     # 500 samples would be 80 000 transitions per chain
+    tags = Tags(handles_orthant=False)
+    # smoke_budget: 500 samples would be 80 000 transitions per chain
+    checks = CheckSettings(test_budget=60, smoke_budget=20)
 
     def _check_common(self) -> None:
         def bad(setting, problem):

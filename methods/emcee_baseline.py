@@ -41,6 +41,7 @@ from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
 from harness.model.settings import check_work
+from harness.model.tags import CheckSettings, Tags
 
 TRACKED_TEST_POINTS = 3
 
@@ -51,12 +52,11 @@ class EmceeEnsemble(Method):
     name = "emcee"
     summary = ("emcee affine-invariant ensemble sampler on the whitened latent (generic "
                "baseline; no log Z)")
-    exact = True
-    estimates_log_z = False
-    handles_orthant = False
     budget_unit = "ensemble steps"
-    skip_checks = {"accuracy": "cannot mix at N = 200 in a test's time (its accuracy is "
-                               "tested on smaller problems in tests/methods/test_emcee.py)"}
+    tags = Tags(estimates_log_z=False, handles_orthant=False)
+    checks = CheckSettings(skip={"accuracy": "cannot mix at N = 200 in a test's time (its "
+                                 "accuracy is tested on smaller problems in "
+                                 "tests/methods/test_emcee.py)"})
 
     def __init__(self, walkers: int = 0, burn_in_fraction: float = 0.5, thin: int = 5,
                  jitter: float = 1e-6):

@@ -35,6 +35,7 @@ from harness.model.latent import LOG_SQRT_2PI
 from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 
 def probit_moments(y, mu, var):
@@ -113,11 +114,9 @@ class ExpectationPropagation(Method):
     name = "ep"
     summary = ("expectation propagation, probit likelihood (Rasmussen & Williams Algs "
                "3.5–3.6): an APPROXIMATION, deterministic")
-    exact = False
-    stochastic = False
-    handles_orthant = False
     budget_unit = "sweeps (maximum)"
-    test_budget = 100
+    tags = Tags(exact=False, stochastic=False, handles_orthant=False)
+    checks = CheckSettings(test_budget=100)
 
     def __init__(self, tol: float = 1e-9):
         self.tol = tol

@@ -32,6 +32,7 @@ carried over unchanged when τ changes (as GPML does); predictions use μ* = k*�
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from numba import njit
@@ -386,7 +387,8 @@ class HamiltonianMC(AnnealedSampler):
     """HMC on the whitened latent (posterior chain) and AIS with HMC transitions (log Z)."""
 
     name = "hmc"
-    test_budget = 30      # the generic accuracy check at N = 200: 20 leapfrog steps a transition
+    # the generic accuracy check at N = 200: 20 leapfrog steps a transition
+    checks = replace(AnnealedSampler.checks, test_budget=30)
     summary = ("Hamiltonian Monte Carlo on the whitened latent f = L u; log Z by annealed "
                "importance sampling (GPML infMCMC defaults; gpml_compat reproduces its errors)")
 

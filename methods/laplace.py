@@ -29,6 +29,7 @@ from harness.model.latent import LOG_SQRT_2PI
 from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 
 def probit_derivatives(y: np.ndarray, f: np.ndarray):
@@ -45,11 +46,9 @@ class LaplaceApproximation(Method):
     name = "laplace"
     summary = ("Laplace approximation, probit likelihood (Rasmussen & Williams Algs 3.1–3.2): "
                "an APPROXIMATION, deterministic")
-    exact = False
-    stochastic = False
-    handles_orthant = False
     budget_unit = "Newton steps (maximum)"
-    test_budget = 100
+    tags = Tags(exact=False, stochastic=False, handles_orthant=False)
+    checks = CheckSettings(test_budget=100)
 
     def __init__(self, tol: float = 1e-10):
         self.tol = tol

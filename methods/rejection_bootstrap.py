@@ -107,7 +107,6 @@ class RejectionBootstrap(SplitsEstimates, Method):
 
     name = "rejection-bootstrap"
     summary = "rejection–bootstrap particle sampler (Atiya et al.), hard or soft count"
-    exact = True
     budget_unit = "particles"
 
     def __init__(self, count: str = "soft", block_size: int = 0, chunk_mb: float = 512.0):
@@ -126,7 +125,7 @@ class RejectionBootstrap(SplitsEstimates, Method):
     def prepare(self, problem: Problem) -> None:
         warm_up()
 
-    def z_unbiased(self) -> bool:
+    def unbiased_z(self) -> bool:
         """With count=hard only: its Ẑ is exactly unbiased (module doc), the soft count's is
         not (bias O(1/M); measured E[Ẑ]/Z = 0.61 at M = 2, 0.995 ± 0.0025 at M = 8, N = 3)."""
         return self.count == "hard"

@@ -40,6 +40,7 @@ from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 try:  # the call multivariate_normal.cdf makes, keeping the error estimate it discards
     from scipy.stats._qmvnt import _qauto, _qmvn
@@ -67,10 +68,9 @@ class ScipyGenz(Method):
     name = "scipy-genz"
     summary = ("scipy.stats.multivariate_normal.cdf (Genz QMC lattice, SciPy's own reordering); "
                "log Z only")
-    exact = True
     budget_unit = "maxpts"
-    predicts = False
-    test_budget = 6000
+    tags = Tags(predicts=False)
+    checks = CheckSettings(test_budget=6000)
 
     def __init__(self, abseps: float = 0.0):
         self.abseps = abseps

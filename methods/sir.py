@@ -90,10 +90,7 @@ class Sir(Sov):
     name = "sir"
     summary = ("sequential importance resampling: SOV's truncated-normal proposal with "
                "systematic/multinomial resampling when the weights' ESS drops; unbiased Ẑ")
-    exact = True
-    unbiased_z = True
     budget_unit = "particles"
-    test_budget = 8000
 
     def __init__(self, ess_threshold: float = 0.5, resampling: str = "systematic",
                  randomisations: int = 10, block_size: int = 0, chunk_mb: float = 512.0):

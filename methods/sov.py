@@ -97,6 +97,7 @@ from harness.model.problem import Problem
 from harness.model.reliability import degenerate_weights, unreliable_reason
 from harness.model.result import Estimate
 from harness.model.splitting import SplitsEstimates, split_evenly
+from harness.model.tags import CheckSettings, Tags
 
 _TEST_ELEMENTS = 1 << 22   # test-variable block size (particles x test points) in memory
 # Bytes per particle and variable at the peak of a chunk (harness.model.footprint): generating the
@@ -232,10 +233,10 @@ class Sov(SplitsEstimates, Method):
     name = "sov"
     summary = ("Genz separation of variables, randomised QMC (Sobol'/lattice), univariate "
                "reordering, shared-sample ratio estimator for predictions")
-    exact = True
-    unbiased_z = True   # the mean of the weights (log of the mean, qmc.batch_standard_error)
     budget_unit = "qmc points"
-    test_budget = 8000
+    tags = Tags(unbiased_z=True)   # the mean of the weights (log of the mean,
+    #                                qmc.batch_standard_error)
+    checks = CheckSettings(test_budget=8000)
 
     def __init__(self, points: str = "sobol", randomisations: int = 10,
                  reorder: str = "none", block_size: int = 0, chunk_mb: float = 512.0):

@@ -55,6 +55,7 @@ from harness.methods.sov import Factor, Sov
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.ordered import cached, check_inputs, ordered_problem
 from harness.model.problem import Problem
+from harness.model.tags import Tags
 
 # Off-diagonal tile rank assumed by the memory estimate (harness.model.footprint) before the factor
 # exists: one-factor covariances have rank 1; 2-D RBF problems at tolerance 1e-8 measured mean
@@ -149,10 +150,7 @@ class SovTlr(Sov):
     name = "sov-tlr"
     summary = ("tile-low-rank separation of variables (Cao et al. 2021): tiles ~ sqrt(N), "
                "QR-compressed off-diagonal tiles, optional block reordering; ratio estimator")
-    exact = True
-    unbiased_z = False  # unbiased for the compressed factor's Z, not for Z itself
-    budget_unit = "qmc points"
-    test_budget = 8000
+    tags = Tags()   # Ẑ is unbiased for the compressed factor's Z, not for Z itself
 
     def __init__(self, points: str = "sobol", randomisations: int = 10, reorder: str = "none",
                  tile_size: int = 0, tolerance: float = 1e-8, factorisation: str = "auto",

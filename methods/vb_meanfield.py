@@ -35,6 +35,7 @@ from harness.model.method import Method
 from harness.model.ordered import cached
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 _LOG_2PI_E = math.log(2.0 * math.pi) + 1.0
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -68,10 +69,9 @@ class VbMeanfield(Method):
     name = "vb-meanfield"
     summary = ("mean-field variational truncated-normal approximation (CAVI); log Z is the "
                "ELBO, a lower bound; Monte Carlo predictive probabilities")
-    exact = False
     budget_unit = "predictive draws"
-    test_budget = 20000
-    handles_orthant = False
+    tags = Tags(exact=False, handles_orthant=False)
+    checks = CheckSettings(test_budget=20000)
 
     def __init__(self, tol: float = 1e-8, max_iter: int = 1000, chunk_mb: float = 64.0):
         self.tol = tol

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -15,30 +14,23 @@ from harness.model.footprint import MemoryEstimate, dense
 from harness.model.problem import Problem
 from harness.model.result import Estimate
 from harness.model.settings import check_budget, coerce_setting
+from harness.model.tags import CheckSettings, Tags
 
 
 class Method(ABC):
     """Base class of every inference method.
 
     Subclasses declare their settings as keyword arguments of __init__ with defaults, store
-    them unchanged as attributes of the same name, and implement `_estimate`.
+    them unchanged as attributes of the same name, and implement `_estimate`. What the class
+    can do is one `tags = Tags(...)` and how the generic checks run it one
+    `checks = CheckSettings(...)` (harness.model.tags), each naming only what differs.
     """
 
     name: ClassVar[str]
     summary: ClassVar[str] = ""
-    exact: ClassVar[bool] = True            # False for EP, Laplace, variational
-    budget_unit: ClassVar[str] = "samples"  # what the budget counts
-    estimates_log_z: ClassVar[bool] = True
-    predicts: ClassVar[bool] = True
-    stochastic: ClassVar[bool] = True       # False: the same answer for every seed
-    test_budget: ClassVar[int | None] = 5000  # budget of the generic accuracy checks (N ~ 200);
-    #                                         None: deprecated opt-out, use skip_checks
-    smoke_budget: ClassVar[int] = 500       # budget of the quick generic checks (N = 30)
-    skip_checks: ClassVar[Mapping[str, str]] = {}  # check name -> why this method skips it
-    #                                         (harness.plugins.checks; the report prints the reason)
-    handles_orthant: ClassVar[bool] = True  # False: needs data and a kernel (latent-space methods)
-    unbiased_z: ClassVar[bool] = False      # True: Ẑ (not log Ẑ) is unbiased for Z with every
-    #                                         setting (pseudo-marginal MCMC, docs/math.md §12)
+    budget_unit: ClassVar[str] = "samples"        # what the budget counts
+    tags: ClassVar[Tags] = Tags()                 # what it can do (harness.model.tags)
+    checks: ClassVar[CheckSettings] = CheckSettings()   # how harness.plugins.checks runs it
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -104,7 +96,7 @@ class Method(ABC):
     def estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         """Estimate log Z and the test probabilities of `problem` with `budget` units of work."""
         self._check_call(problem, budget, rng)
-        if problem.is_orthant and not self.handles_orthant:
+        if problem.is_orthant and not self.tags.handles_orthant:
             return Estimate.failed(
                 f"{self.name} needs a GPC problem (training data and a kernel): a pure orthant "
                 "problem has no latent function to sample")
@@ -131,9 +123,10 @@ class Method(ABC):
         """
         return True
 
-    def z_unbiased(self) -> bool:
-        """Whether this instance's Ẑ is unbiased for Z (override when settings decide it)."""
-        return self.unbiased_z
+    def unbiased_z(self) -> bool:
+        """Whether this instance's Ẑ (not log Ẑ) is unbiased for Z: the class's
+        `tags.unbiased_z`; a method whose settings decide it overrides this."""
+        return self.tags.unbiased_z
 
     def check_job(self, budget: int, n_train: int) -> None:
         """Raise InputError if these settings cannot run this budget on n_train points.
@@ -146,70 +139,4 @@ class Method(ABC):
     @abstractmethod
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         """The estimator itself; `budget` is a positive int."""
-
-
-# ---- the contract, checked when a plugin is loaded (harness.plugins.registry) --------------------
-_FLAGS = ("exact", "estimates_log_z", "predicts", "stochastic", "handles_orthant", "unbiased_z")
-
-
-def contract_violations(cls: Any, name: str | None = None) -> list[str]:
-    """What `cls` lacks to be a method plugin registered as `name` (empty list: nothing).
-
-    Checks what can be seen without running it: a concrete Method subclass, its class
-    attributes (docs/writing-a-method.md), and settings that are keyword arguments with
-    defaults (so that `cls()` and `from_settings` work).
-    """
-    if not (isinstance(cls, type) and issubclass(cls, Method)):
-        return [f"{cls!r} is not a subclass of harness.model.method.Method"]
-    found: list[str] = []
-    own = getattr(cls, "name", None)
-    if not isinstance(own, str) or not own:
-        found.append("no `name` class attribute (a non-empty string)")
-    elif name is not None and own != name:
-        found.append(f"its `name` is {own!r}, but it is registered as {name!r}")
-    for attr in ("summary", "budget_unit"):
-        value = getattr(cls, attr, None)
-        if not isinstance(value, str) or not value.strip():
-            found.append(f"an empty `{attr}` (one line saying what it "
-                         f"{'is' if attr == 'summary' else 'counts'})")
-    for attr in _FLAGS:
-        if not isinstance(getattr(cls, attr, None), bool):
-            found.append(f"`{attr}` is {getattr(cls, attr, None)!r}, not True or False")
-    for attr, allow_none in (("smoke_budget", False), ("test_budget", True)):
-        value = getattr(cls, attr, None)
-        if not (value is None and allow_none) and not _positive_int(value):
-            found.append(f"`{attr}` is {value!r}, not a positive integer")
-    skips = getattr(cls, "skip_checks", None)
-    if not isinstance(skips, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in skips.items()):
-        found.append("`skip_checks` must map check names to non-empty reasons")
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
-        found.append(f"abstract methods not implemented: {missing}")
-    found.extend(_settings_violations(cls))
-    return found
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value > 0
-
-
-def _settings_violations(cls: type) -> list[str]:
-    """Settings are named keyword arguments of __init__, each with a default."""
-    if cls.__init__ is object.__init__:
-        return []  # no settings
-    try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    except (TypeError, ValueError):  # pragma: no cover - a builtin __init__
-        return []
-    found = []
-    no_default = [p.name for p in params if p.default is inspect.Parameter.empty
-                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if no_default:
-        found.append(f"settings without defaults: {', '.join(no_default)} (every argument of "
-                     "__init__ is a setting and needs a default)")
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        found.append("__init__ takes *args or **kwargs: list each setting as a keyword "
-                     "argument with a default")
-    return found
 

@@ -62,7 +62,7 @@ class SplitsEstimates(ABC):
         """
         self._check_call(problem, budget, rng)
         budget = int(budget)
-        if problem.is_orthant and not self.handles_orthant:
+        if problem.is_orthant and not self.tags.handles_orthant:
             return {"budget": budget, "failed": f"{self.name} needs a GPC problem"}
         part = self._estimate_part(problem, budget, rng)
         part["budget"] = budget

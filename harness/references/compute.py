@@ -1,6 +1,6 @@
 """Reference values: one unbiased estimator run until its stated precision is reached.
 
-`compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.z_unbiased: the SOV
+`compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.unbiased_z: the SOV
 family, minimax tilting, rejection–bootstrap with the hard count; docs/math.md §5–7) in rounds of
 new independent parts (harness.model.splitting: split_budget / estimate_part / combine_parts).
 Part i's random stream is rng_for(harness.execution.split.part_key(key, i)), every part has
@@ -95,7 +95,7 @@ def unbiased_method(name: str, settings: dict[str, Any], field: str = "--method"
     except InputError as exc:
         raise InputError(field, str(exc).partition(": ")[2]) from None
     method = cls.from_settings(settings)
-    if not method.z_unbiased():
+    if not method.unbiased_z():
         raise InputError(field, f"{method.label()} does not give an unbiased Ẑ, so it cannot "
                          "state a reference's precision", UNBIASED_HINT)
     if not splits(method):

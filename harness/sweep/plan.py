@@ -101,7 +101,7 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
 
     Keeping a problem's jobs together lets each worker reuse the problem it has built; the
     larger budgets first shortens the tail of a sweep. Jobs that skipped_pairs reports are
-    left out. A deterministic method (`stochastic = False`) gets replicate 0 only: its other
+    left out. A deterministic method (`Tags(stochastic=False)`) gets replicate 0 only: its other
     replicates would repeat it (and replicate 0's job id is the same as with every replicate).
     """
     jobs = []

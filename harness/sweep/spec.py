@@ -41,7 +41,7 @@ A sweep file (see sweeps/quick.toml)::
 Paths written in the file (problem files, [output] store and report, method files) are
 relative to the sweep file's folder, so the same file finds the same store from any working
 directory; a problem file's spec (in its jobs' keys) is its absolute path. A method whose class
-says `stochastic = False` (the same answer for every seed) runs replicate 0 only.
+says `Tags(stochastic=False)` (the same answer for every seed) runs replicate 0 only.
 
 A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
 `parts` (an integer, or "auto": from the method, budget and N,

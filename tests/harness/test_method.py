@@ -9,9 +9,10 @@ import pytest
 from harness.core.errors import InputError
 from harness.core.qmc import split_budget as qmc_split
 from harness.datasets.linear1d import linear1d
-from harness.model.method import Method, contract_violations
+from harness.model.method import Method
 from harness.model.result import Estimate
 from harness.model.splitting import SplitsEstimates, split_evenly, splits
+from harness.plugins.contract import contract_violations
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ from scipy.special import ndtr
 from harness.model.method import Method
 from harness.model.result import Estimate
 from harness.model.splitting import SplitsEstimates, split_evenly
+from harness.model.tags import Tags
 
 
 class ToyOrthantMC(SplitsEstimates, Method):
     name = "toy-orthant-mc"
     summary = "plain Monte Carlo of the orthant probability, split into parts (tests only)"
-    exact = True
-    unbiased_z = True
+    tags = Tags(unbiased_z=True)
     budget_unit = "samples"
 
     def __init__(self, fail_part_budget: int = 0, delay: float = 0.0):

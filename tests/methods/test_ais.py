@@ -27,7 +27,7 @@ from harness.plugins.registry import methods
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 SAMPLERS = [EllipticalSlice, HamiltonianMC]
-LATENT = [m for m in methods().values() if not m.handles_orthant]
+LATENT = [m for m in methods().values() if not m.tags.handles_orthant]
 
 
 def test_compiled_log_ndtr_matches_scipy():
