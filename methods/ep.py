@@ -29,7 +29,7 @@ import scipy.linalg
 from scipy.special import log_ndtr, ndtr
 
 from harness.core.deadline import check_deadline
-from harness.core.errors import InputError
+from harness.model.constraints import Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import LOG_SQRT_2PI
 from harness.model.method import Method
@@ -117,12 +117,10 @@ class ExpectationPropagation(Method):
     budget_unit = "sweeps (maximum)"
     tags = Tags(exact=False, stochastic=False, handles_orthant=False)
     checks = CheckSettings(test_budget=100)
+    constraints = {"tol": Number(low=0, low_open=True)}
 
     def __init__(self, tol: float = 1e-9):
         self.tol = tol
-        if not (isinstance(tol, int | float) and tol > 0):
-            raise InputError(f"method {self.name}: setting 'tol'",
-                             f"must be a positive number, got {tol!r}")
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """K is the problem's; each recompute builds B, its factor, V, VᵀV and the new Σ while

@@ -23,7 +23,7 @@ import scipy.linalg
 from scipy.special import log_ndtr, ndtr
 
 from harness.core.deadline import check_deadline
-from harness.core.errors import InputError
+from harness.model.constraints import Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import LOG_SQRT_2PI
 from harness.model.method import Method
@@ -49,12 +49,10 @@ class LaplaceApproximation(Method):
     budget_unit = "Newton steps (maximum)"
     tags = Tags(exact=False, stochastic=False, handles_orthant=False)
     checks = CheckSettings(test_budget=100)
+    constraints = {"tol": Number(low=0, low_open=True)}
 
     def __init__(self, tol: float = 1e-10):
         self.tol = tol
-        if not (isinstance(tol, int | float) and tol > 0):
-            raise InputError(f"method {self.name}: setting 'tol'",
-                             f"must be a positive number, got {tol!r}")
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """K is the problem's; each Newton step builds the outer product, B and its factor

@@ -32,10 +32,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
 
-from harness.core.errors import InputError
 from harness.core.partdata import plain
 from harness.core.rowops import warm_up
 from harness.core.sequential import CholeskyWalk, Resample
+from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
 from harness.model.problem import Problem
@@ -108,19 +108,17 @@ class RejectionBootstrap(SplitsEstimates, Method):
     name = "rejection-bootstrap"
     summary = "rejection–bootstrap particle sampler (Atiya et al.), hard or soft count"
     budget_unit = "particles"
+    constraints = {
+        "count": OneOf(*COUNTS),
+        "block_size": Integer(minimum=0, says="must be an integer >= 0 (0 chooses "
+                                              "automatically)"),
+        "chunk_mb": Number(low=0, low_open=True),
+    }
 
     def __init__(self, count: str = "soft", block_size: int = 0, chunk_mb: float = 512.0):
         self.count = count
         self.block_size = block_size
         self.chunk_mb = chunk_mb
-        if count not in COUNTS:
-            raise InputError(f"method {self.name}: setting 'count'",
-                             f"must be one of {COUNTS}, got {count!r}")
-        if block_size < 0:
-            raise InputError(f"method {self.name}: setting 'block_size'",
-                             "must be >= 0 (0 chooses automatically)")
-        if not chunk_mb > 0:
-            raise InputError(f"method {self.name}: setting 'chunk_mb'", "must be > 0")
 
     def prepare(self, problem: Problem) -> None:
         warm_up()

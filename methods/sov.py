@@ -77,7 +77,6 @@ import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
 from harness.core.deadline import check_deadline
-from harness.core.errors import InputError
 from harness.core.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
 from harness.core.qmc import (
     DEGENERATE_SHARE,
@@ -90,6 +89,7 @@ from harness.core.qmc import (
 from harness.core.reorder import REORDERINGS
 from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.core.truncnorm import draw_above
+from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
 from harness.model.ordered import ordered_problem
@@ -237,6 +237,15 @@ class Sov(SplitsEstimates, Method):
     tags = Tags(unbiased_z=True)   # the mean of the weights (log of the mean,
     #                                qmc.batch_standard_error)
     checks = CheckSettings(test_budget=8000)
+    constraints = {
+        "points": OneOf(*KINDS),
+        "randomisations": Integer(minimum=1, says="must be an integer >= 1",
+                                  fix="use >= 2 for a standard error; 10 is usual"),
+        "reorder": OneOf(*REORDERINGS),
+        "block_size": Integer(minimum=0, says="must be an integer >= 0 (0 chooses "
+                                              "automatically)"),
+        "chunk_mb": Number(low=0, low_open=True),
+    }
 
     def __init__(self, points: str = "sobol", randomisations: int = 10,
                  reorder: str = "none", block_size: int = 0, chunk_mb: float = 512.0):
@@ -245,24 +254,6 @@ class Sov(SplitsEstimates, Method):
         self.reorder = reorder
         self.block_size = block_size
         self.chunk_mb = chunk_mb
-        self._check_common()
-        if reorder not in REORDERINGS:
-            raise InputError(f"method {self.name}: setting 'reorder'",
-                             f"must be one of {REORDERINGS}, got {reorder!r}")
-
-    def _check_common(self) -> None:
-        field = f"method {self.name}: setting"
-        if self.points not in KINDS:
-            raise InputError(f"{field} 'points'", f"must be one of {KINDS}, got {self.points!r}")
-        if isinstance(self.randomisations, bool) or not isinstance(self.randomisations, int) \
-                or self.randomisations < 1:
-            raise InputError(f"{field} 'randomisations'",
-                             f"must be an integer >= 1, got {self.randomisations!r}",
-                             "use >= 2 for a standard error; 10 is usual")
-        if self.block_size < 0:
-            raise InputError(f"{field} 'block_size'", "must be >= 0 (0 chooses automatically)")
-        if not self.chunk_mb > 0:
-            raise InputError(f"{field} 'chunk_mb'", "must be > 0")
 
     # ---- the factorisation (overridden by the tile-low-rank variant) ----------------------
     def factor(self, problem: Problem) -> Factor:

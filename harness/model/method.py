@@ -5,25 +5,28 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.core.errors import InputError
+from harness.model.constraints import Constraint
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.problem import Problem
 from harness.model.result import Estimate
-from harness.model.settings import check_budget, coerce_setting
+from harness.model.settings import check_budget, check_known, coerce_setting
 from harness.model.tags import CheckSettings, Tags
 
 
 class Method(ABC):
     """Base class of every inference method.
 
-    Subclasses declare their settings as keyword arguments of __init__ with defaults, store
-    them unchanged as attributes of the same name, and implement `_estimate`. What the class
-    can do is one `tags = Tags(...)` and how the generic checks run it one
-    `checks = CheckSettings(...)` (harness.model.tags), each naming only what differs.
+    Subclasses declare their settings as keyword arguments of __init__ with defaults, store them
+    unchanged as attributes of the same name (`__init__` only assigns: the allowed values are
+    declared in `constraints`, harness.model.constraints), and implement `_estimate`. What the class
+    can do is one `tags = Tags(...)` and how the generic checks run it one `checks =
+    CheckSettings(...)` (harness.model.tags), each naming only what differs.
     """
 
     name: ClassVar[str]
@@ -31,6 +34,7 @@ class Method(ABC):
     budget_unit: ClassVar[str] = "samples"        # what the budget counts
     tags: ClassVar[Tags] = Tags()                 # what it can do (harness.model.tags)
     checks: ClassVar[CheckSettings] = CheckSettings()   # how harness.plugins.checks runs it
+    constraints: ClassVar[Mapping[str, Constraint]] = {}   # setting -> its allowed values
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -47,19 +51,23 @@ class Method(ABC):
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> Method:
-        """Build from user settings (strings are coerced to the type of the default)."""
+        """Build from user settings (strings are coerced to the type of the default) and check
+        them against the class's constraints."""
         defaults = cls.setting_defaults()
-        kwargs = {}
-        for key, value in settings.items():
-            if key not in defaults:
-                raise InputError(
-                    f"method {cls.name}: setting {key!r}",
-                    "is not a setting of this method",
-                    f"valid settings: {', '.join(sorted(defaults)) or 'none'}",
-                )
-            kwargs[key] = coerce_setting(f"method {cls.name}: setting {key!r}", value,
-                                         defaults[key])
-        return cls(**kwargs)
+        check_known(settings, defaults, f"method {cls.name}", "setting", "method")
+        method = cls(**{key: coerce_setting(f"method {cls.name}: setting {key!r}", value,
+                                            defaults[key])
+                        for key, value in settings.items()})
+        method.check_settings()
+        return method
+
+    def check_settings(self) -> None:
+        """Raise InputError, naming the method and the setting, for the first setting whose
+        value its class's `constraints` (harness.model.constraints) do not allow."""
+        for key, constraint in type(self).constraints.items():
+            problem = constraint.problem(getattr(self, key))
+            if problem is not None:
+                raise InputError(f"method {self.name}: setting {key!r}", problem, constraint.fix)
 
     def label(self) -> str:
         """Instance name, e.g. 'rejection-bootstrap[count=hard]' (settings that differ)."""
@@ -105,7 +113,9 @@ class Method(ABC):
         return result
 
     def _check_call(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
-        """The checks of a budget and rng shared by estimate and estimate_part."""
+        """The checks of the settings, the budget and the rng shared by estimate and
+        estimate_part."""
+        self.check_settings()
         if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
             raise InputError("budget", f"must be a positive integer, got {budget!r}")
         check_budget("budget", int(budget))

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.model.constraints import Constraint
 from harness.model.method import Method
 from harness.model.tags import CheckSettings, Tags
 
@@ -50,6 +51,26 @@ def contract_violations(cls: Any, name: str | None = None) -> list[str]:
         missing = ", ".join(sorted(cls.__abstractmethods__))
         found.append(f"abstract methods not implemented: {missing}")
     found.extend(_settings_violations(cls))
+    if not found:
+        found.extend(_constraints_violations(cls))
+    return found
+
+
+def _constraints_violations(cls: type) -> list[str]:
+    """Constraints name declared settings only, and every default is allowed."""
+    constraints = cls.constraints
+    if not isinstance(constraints, Mapping):
+        return [f"`constraints` is {constraints!r}, not a mapping of setting -> Constraint"]
+    defaults = cls.setting_defaults()
+    found = [f"`constraints` names {key!r}, which is not a setting (an __init__ argument)"
+             for key in constraints if key not in defaults]
+    for key, constraint in constraints.items():
+        if not isinstance(constraint, Constraint):
+            found.append(f"`constraints[{key!r}]` is {constraint!r}, not a "
+                         "harness.model.constraints.Constraint")
+        elif key in defaults and constraint.problem(defaults[key]) is not None:
+            found.append(f"the default of setting {key!r} breaks its constraint: "
+                         f"{constraint.problem(defaults[key])}")
     return found
 
 

@@ -88,3 +88,32 @@ def test_split_evenly_cuts_whole_groups_of_near_equal_pieces(budget, parts, grou
 def test_split_evenly_refuses_what_is_not_a_positive_count(budget, parts):
     with pytest.raises(InputError, match="budget" if parts in (2,) else "parts"):
         split_evenly(budget, parts)
+
+
+def test_init_only_assigns_and_a_bad_setting_fails_early_with_one_message(small_problem):
+    """Constraints are checked by from_settings and again before estimating, with the same
+    message naming the method and the setting (harness.model.constraints)."""
+    from harness.methods.sov import Sov
+
+    method = Sov(randomisations=-1)            # builds: __init__ only assigns
+    with pytest.raises(InputError) as built:
+        Sov.from_settings({"randomisations": "-1"})
+    for run in (lambda: method.estimate(small_problem, 100, np.random.default_rng(0)),
+                lambda: method.estimate_part(small_problem, 100, np.random.default_rng(0))):
+        with pytest.raises(InputError) as direct:
+            run()
+        assert str(direct.value) == str(built.value)
+    assert str(built.value).startswith("method sov: setting 'randomisations': must be an "
+                                       "integer >= 1, got -1")
+
+
+def test_an_unknown_setting_or_parameter_names_the_closest_valid_one():
+    from harness.datasets.linear1d import FAMILY
+    from harness.methods.sov import Sov
+
+    with pytest.raises(InputError, match="setting 'randomisatons': is not a setting of this "
+                                         "method .did you mean 'randomisations'"):
+        Sov.from_settings({"randomisatons": 4})
+    with pytest.raises(InputError, match="parameter 'n_trian': is not a parameter of this "
+                                         "family .did you mean 'n_train'"):
+        FAMILY.make({"n_trian": 4})

@@ -134,7 +134,7 @@ def test_pure_orthant_problems_are_refused(cls):
     ("jitter", -1.0, "jitter"), ("gpml_compat", "yes", "gpml_compat")])
 def test_bad_settings_are_refused(cls, setting, value, match):
     with pytest.raises(InputError, match=match):
-        cls(**{setting: value})
+        cls(**{setting: value}).check_settings()
     if setting != "gpml_compat":
         with pytest.raises(InputError, match=match):
             cls.from_settings({setting: str(value)})
