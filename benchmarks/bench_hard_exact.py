@@ -36,7 +36,7 @@ def main():
     from harness.plugins.specs import make_problem
 
     names = args.methods.split(",") if args.methods else [
-        n for n, c in methods().items() if c.exact and c.estimates_log_z]
+        n for n, c in methods().items() if c.tags.exact and c.tags.estimates_log_z]
     budgets = [int(float(b)) for b in args.budgets.split(",")]
     print(f"{'problem':<22} {'method':<34} {'budget':>8} {'bias':>9} {'spread':>8} "
           f"{'bias/se':>8} {'cpu s':>7}  ancestors")
@@ -49,7 +49,7 @@ def main():
                 else [{}]
             for settings in variants:
                 method = cls(**settings)
-                if not cls.handles_orthant and problem.is_orthant:
+                if not cls.tags.handles_orthant and problem.is_orthant:
                     continue
                 for budget in budgets:
                     lz, cpu, anc = [], [], []

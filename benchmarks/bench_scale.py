@@ -94,7 +94,7 @@ def refusal(method_name: str, summary: dict, budget: int, limit: int) -> str | N
     from harness.plugins.registry import get_method
 
     method = get_method(method_name)
-    if summary.get("kernel") is None and not method.handles_orthant:
+    if summary.get("kernel") is None and not method.tags.handles_orthant:
         return "needs data and a kernel (a pure orthant problem)"
     est = too_large(summary, method(), budget, limit)
     return None if est is None else (f"needs {est.describe()}; limit {format_bytes(limit)}")

@@ -83,7 +83,6 @@ class Hog(Method):
     name = "hog"
     summary = "touches budget MB of memory, then answers (fault matrix)"
     budget_unit = "MB touched"
-    handles_orthant = True
 
     def _estimate(self, problem, budget, rng):
         np.ones(budget * 2**20 // 8).sum()      # allocated and touched

@@ -82,7 +82,7 @@ def as_problem(problem: Any) -> Problem:
 
 def as_method(method: Any, settings: dict[str, Any]) -> Method:
     """A Method instance from a name, `path.py:Class`, a Method subclass or an instance."""
-    from harness.model.method import contract_violations
+    from harness.plugins.contract import contract_violations
     from harness.plugins.method_files import resolve_method
 
     if isinstance(method, Method):

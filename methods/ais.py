@@ -51,6 +51,7 @@ from scipy.special import logsumexp
 
 from harness.core.deadline import check_deadline
 from harness.core.errors import InputError
+from harness.model.constraints import Boolean, Integer, Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import (
     LatentPrior,
@@ -65,6 +66,7 @@ from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
 from harness.model.settings import check_work
+from harness.model.tags import CheckSettings, Tags
 
 
 def temperature_schedule(n_temperatures: int) -> np.ndarray:
@@ -123,34 +125,21 @@ class Kernel(ABC):
 class AnnealedSampler(Method):
     """Base of the MCMC methods: a posterior chain for predictions, AIS for log Z."""
 
-    exact = True
     budget_unit = "samples"
-    handles_orthant = False
-    test_budget = 60
-    smoke_budget = 20     # 500 samples would be 80 000 transitions per chain
-
-    def _check_common(self) -> None:
-        def bad(setting, problem):
-            raise InputError(f"method {self.name}: setting {setting!r}", problem)
-
-        for setting in ("skip", "ais_runs"):
-            value = getattr(self, setting)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                bad(setting, f"must be a positive integer, got {value!r}")
-        if isinstance(self.burn_in, bool) or not isinstance(self.burn_in, int | np.integer) \
-                or self.burn_in < 0:
-            bad("burn_in", f"must be a non-negative integer (blocks of 'skip' transitions), "
-                           f"got {self.burn_in!r}")
-        t = self.temperatures
-        if isinstance(t, bool) or not isinstance(t, int | np.integer) or t < 0 or t == 1:
-            bad("temperatures", f"the number of AIS temperatures must be at least 2 "
-                                f"(0 = the budget, as GPML), got {t!r}")
-        if not (isinstance(self.jitter, int | float) and np.isfinite(self.jitter)
-                and self.jitter >= 0):
-            bad("jitter", f"must be a non-negative number (relative to mean(diag K)), "
-                          f"got {self.jitter!r}")
-        if not isinstance(self.gpml_compat, bool):
-            bad("gpml_compat", f"must be true or false, got {self.gpml_compat!r}")
+    tags = Tags(handles_orthant=False)
+    # smoke_budget: 500 samples would be 80 000 transitions per chain
+    checks = CheckSettings(test_budget=60, smoke_budget=20)
+    constraints = {   # the settings every annealed sampler has
+        "skip": Integer(minimum=1),
+        "burn_in": Integer(minimum=0, says="must be a non-negative integer (blocks of 'skip' "
+                                           "transitions)"),
+        "ais_runs": Integer(minimum=1),
+        "temperatures": Integer(minimum=2, also=(0,), says="the number of AIS temperatures "
+                                "must be at least 2 (0 = the budget, as GPML)"),
+        "jitter": Number(low=0, says="must be a non-negative number (relative to "
+                                     "mean(diag K))"),
+        "gpml_compat": Boolean(),
+    }
 
     def check_job(self, budget: int, n_train: int) -> None:
         if self.burn_in > budget:

@@ -30,6 +30,7 @@ from scipy.special import log_ndtr, ndtr
 
 from harness.core.deadline import check_deadline
 from harness.core.errors import InputError
+from harness.model.constraints import Integer, Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import (
     SingularPrior,
@@ -41,6 +42,7 @@ from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
 from harness.model.settings import check_work
+from harness.model.tags import CheckSettings, Tags
 
 TRACKED_TEST_POINTS = 3
 
@@ -51,12 +53,17 @@ class EmceeEnsemble(Method):
     name = "emcee"
     summary = ("emcee affine-invariant ensemble sampler on the whitened latent (generic "
                "baseline; no log Z)")
-    exact = True
-    estimates_log_z = False
-    handles_orthant = False
     budget_unit = "ensemble steps"
-    skip_checks = {"accuracy": "cannot mix at N = 200 in a test's time (its accuracy is "
-                               "tested on smaller problems in tests/methods/test_emcee.py)"}
+    tags = Tags(estimates_log_z=False, handles_orthant=False)
+    checks = CheckSettings(skip={"accuracy": "cannot mix at N = 200 in a test's time (its "
+                                 "accuracy is tested on smaller problems in "
+                                 "tests/methods/test_emcee.py)"})
+    constraints = {
+        "walkers": Integer(minimum=0, says="must be a non-negative integer (0 = 2N + 2)"),
+        "burn_in_fraction": Number(low=0, high=1, high_open=True, says="must be in [0, 1)"),
+        "thin": Integer(minimum=1),
+        "jitter": Number(low=0, says="must be a non-negative number"),
+    }
 
     def __init__(self, walkers: int = 0, burn_in_fraction: float = 0.5, thin: int = 5,
                  jitter: float = 1e-6):
@@ -64,18 +71,6 @@ class EmceeEnsemble(Method):
         self.burn_in_fraction = burn_in_fraction
         self.thin = thin
         self.jitter = jitter
-
-        def bad(setting, problem):
-            raise InputError(f"method {self.name}: setting {setting!r}", problem)
-
-        if isinstance(walkers, bool) or not isinstance(walkers, int | np.integer) or walkers < 0:
-            bad("walkers", f"must be a non-negative integer (0 = 2N + 2), got {walkers!r}")
-        if not (isinstance(burn_in_fraction, int | float) and 0 <= burn_in_fraction < 1):
-            bad("burn_in_fraction", f"must be in [0, 1), got {burn_in_fraction!r}")
-        if isinstance(thin, bool) or not isinstance(thin, int | np.integer) or thin < 1:
-            bad("thin", f"must be a positive integer, got {thin!r}")
-        if not (isinstance(jitter, int | float) and np.isfinite(jitter) and jitter >= 0):
-            bad("jitter", f"must be a non-negative number, got {jitter!r}")
 
     def n_walkers(self, n_train: int) -> int:
         return self.walkers or 2 * n_train + 2

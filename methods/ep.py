@@ -29,12 +29,13 @@ import scipy.linalg
 from scipy.special import log_ndtr, ndtr
 
 from harness.core.deadline import check_deadline
-from harness.core.errors import InputError
+from harness.model.constraints import Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import LOG_SQRT_2PI
 from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 
 def probit_moments(y, mu, var):
@@ -113,17 +114,13 @@ class ExpectationPropagation(Method):
     name = "ep"
     summary = ("expectation propagation, probit likelihood (Rasmussen & Williams Algs "
                "3.5–3.6): an APPROXIMATION, deterministic")
-    exact = False
-    stochastic = False
-    handles_orthant = False
     budget_unit = "sweeps (maximum)"
-    test_budget = 100
+    tags = Tags(exact=False, stochastic=False, handles_orthant=False)
+    checks = CheckSettings(test_budget=100)
+    constraints = {"tol": Number(low=0, low_open=True)}
 
     def __init__(self, tol: float = 1e-9):
         self.tol = tol
-        if not (isinstance(tol, int | float) and tol > 0):
-            raise InputError(f"method {self.name}: setting 'tol'",
-                             f"must be a positive number, got {tol!r}")
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """K is the problem's; each recompute builds B, its factor, V, VᵀV and the new Σ while

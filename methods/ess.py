@@ -123,7 +123,6 @@ class EllipticalSlice(AnnealedSampler):
         self.temperatures = temperatures
         self.jitter = jitter
         self.gpml_compat = gpml_compat
-        self._check_common()
 
     def prepare(self, problem: Problem) -> None:
         super().prepare(problem)

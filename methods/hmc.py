@@ -32,13 +32,14 @@ carried over unchanged when τ changes (as GPML does); predictions use μ* = k*�
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from numba import njit
 from scipy.special import log_ndtr as sp_log_ndtr
 
-from harness.core.errors import InputError
 from harness.methods.ais import AnnealedSampler, Kernel
+from harness.model.constraints import Integer, Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import GPML_JITTER, LatentPrior, inv_mills, log_ndtr
 from harness.model.problem import Problem
@@ -386,7 +387,12 @@ class HamiltonianMC(AnnealedSampler):
     """HMC on the whitened latent (posterior chain) and AIS with HMC transitions (log Z)."""
 
     name = "hmc"
-    test_budget = 30      # the generic accuracy check at N = 200: 20 leapfrog steps a transition
+    # the generic accuracy check at N = 200: 20 leapfrog steps a transition
+    checks = replace(AnnealedSampler.checks, test_budget=30)
+    constraints = {**AnnealedSampler.constraints,
+                   "leapfrog_steps": Integer(minimum=1),
+                   "target_accept": Number(low=0, high=1, low_open=True, high_open=True,
+                                           says="must be between 0 and 1")}
     summary = ("Hamiltonian Monte Carlo on the whitened latent f = L u; log Z by annealed "
                "importance sampling (GPML infMCMC defaults; gpml_compat reproduces its errors)")
 
@@ -401,14 +407,6 @@ class HamiltonianMC(AnnealedSampler):
         self.target_accept = target_accept
         self.jitter = jitter
         self.gpml_compat = gpml_compat
-        self._check_common()
-        if isinstance(leapfrog_steps, bool) or not isinstance(leapfrog_steps, int | np.integer) \
-                or leapfrog_steps < 1:
-            raise InputError(f"method {self.name}: setting 'leapfrog_steps'",
-                             f"must be a positive integer, got {leapfrog_steps!r}")
-        if not (isinstance(target_accept, int | float) and 0 < target_accept < 1):
-            raise InputError(f"method {self.name}: setting 'target_accept'",
-                             f"must be between 0 and 1, got {target_accept!r}")
 
     def prepare(self, problem: Problem) -> None:
         super().prepare(problem)

@@ -23,12 +23,13 @@ import scipy.linalg
 from scipy.special import log_ndtr, ndtr
 
 from harness.core.deadline import check_deadline
-from harness.core.errors import InputError
+from harness.model.constraints import Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import LOG_SQRT_2PI
 from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 
 def probit_derivatives(y: np.ndarray, f: np.ndarray):
@@ -45,17 +46,13 @@ class LaplaceApproximation(Method):
     name = "laplace"
     summary = ("Laplace approximation, probit likelihood (Rasmussen & Williams Algs 3.1–3.2): "
                "an APPROXIMATION, deterministic")
-    exact = False
-    stochastic = False
-    handles_orthant = False
     budget_unit = "Newton steps (maximum)"
-    test_budget = 100
+    tags = Tags(exact=False, stochastic=False, handles_orthant=False)
+    checks = CheckSettings(test_budget=100)
+    constraints = {"tol": Number(low=0, low_open=True)}
 
     def __init__(self, tol: float = 1e-10):
         self.tol = tol
-        if not (isinstance(tol, int | float) and tol > 0):
-            raise InputError(f"method {self.name}: setting 'tol'",
-                             f"must be a positive number, got {tol!r}")
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """K is the problem's; each Newton step builds the outer product, B and its factor

@@ -72,10 +72,7 @@ class MinimaxTilting(Sov):
     name = "minimax-tilting"
     summary = ("minimax exponential tilting (Botev 2017): saddle-point shifted truncated-normal "
                "proposals, randomised QMC, shared-sample ratio estimator for predictions")
-    exact = True
-    unbiased_z = True
     budget_unit = "qmc points"
-    test_budget = 8000
 
     def __init__(self, points: str = "sobol", randomisations: int = 10,
                  reorder: str = "univariate", block_size: int = 0, chunk_mb: float = 512.0):

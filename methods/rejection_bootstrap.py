@@ -15,7 +15,7 @@ particle has M / #accepted expected offspring); the soft count replaces each cou
 conditional expectation given the particles, which keeps the bias of Ẑ of order 1/M and lowers
 the variance. Large budgets are split into memory-bounded chunks, independent runs that are
 recombined exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c. A part of
-a split estimate (Method.split_budget, issue 15) is the list of its chunks' results; parts
+a split estimate (SplitsEstimates.split_budget, issue 15) is the list of its chunks' results; parts
 combine as the chunks of one estimate do.
 log Ẑ has bias ≈ -(1/2M) Σ (1 - P_i)/P_i and variance ≈ (1/M) Σ (1 - P_i)/P_i (A.43–44) for
 the hard count; the reported standard error is this binomial approximation for both counts.
@@ -32,14 +32,15 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
 
-from harness.core.errors import InputError
 from harness.core.partdata import plain
 from harness.core.rowops import warm_up
 from harness.core.sequential import CholeskyWalk, Resample
+from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
-from harness.model.method import Method, split_evenly
+from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.splitting import SplitsEstimates, split_evenly
 
 COUNTS = ("hard", "soft")
 
@@ -101,31 +102,28 @@ class _BootstrapStep:
         return eps, Resample(src=src, dst=rej)
 
 
-class RejectionBootstrap(Method):
+class RejectionBootstrap(SplitsEstimates, Method):
     """Rejection–bootstrap sampler with hard or soft counts (Atiya et al., docs/math.md §5)."""
 
     name = "rejection-bootstrap"
     summary = "rejection–bootstrap particle sampler (Atiya et al.), hard or soft count"
-    exact = True
     budget_unit = "particles"
+    constraints = {
+        "count": OneOf(*COUNTS),
+        "block_size": Integer(minimum=0, says="must be an integer >= 0 (0 chooses "
+                                              "automatically)"),
+        "chunk_mb": Number(low=0, low_open=True),
+    }
 
     def __init__(self, count: str = "soft", block_size: int = 0, chunk_mb: float = 512.0):
         self.count = count
         self.block_size = block_size
         self.chunk_mb = chunk_mb
-        if count not in COUNTS:
-            raise InputError(f"method {self.name}: setting 'count'",
-                             f"must be one of {COUNTS}, got {count!r}")
-        if block_size < 0:
-            raise InputError(f"method {self.name}: setting 'block_size'",
-                             "must be >= 0 (0 chooses automatically)")
-        if not chunk_mb > 0:
-            raise InputError(f"method {self.name}: setting 'chunk_mb'", "must be > 0")
 
     def prepare(self, problem: Problem) -> None:
         warm_up()
 
-    def z_unbiased(self) -> bool:
+    def unbiased_z(self) -> bool:
         """With count=hard only: its Ẑ is exactly unbiased (module doc), the soft count's is
         not (bias O(1/M); measured E[Ẑ]/Z = 0.61 at M = 2, 0.995 ± 0.0025 at M = 8, N = 3)."""
         return self.count == "hard"
@@ -151,7 +149,7 @@ class RejectionBootstrap(Method):
             held={"dense R": dense(n_train), "dense factor L": dense(n_train),
                   "test rows": 2 * dense(n_train, n_test)}, work=work)
 
-    # ---- one estimate, or one split into parts (Method.split_budget) ---------------------
+    # ---- one estimate, or one split into parts (SplitsEstimates) ---------------------
     def split_budget(self, budget: int, parts: int) -> list[int]:
         """Near-equal particle counts, one per part (at most `budget` parts). Each part is
         this method's estimate at its budget: independent particle-filter runs over its
@@ -212,9 +210,6 @@ class RejectionBootstrap(Method):
                 "se_method": "binomial approximation A.44",
             },
         )
-
-    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        return self.combine_parts(problem, [self.estimate_part(problem, budget, rng)])
 
     def _run_chunk(self, walk: CholeskyWalk, problem: Problem, n: int, rng) -> _Chunk:
         """One independent run with n particles (raises AllRejected if it dies)."""

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.errors import InputError
+from harness.model.constraints import Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 try:  # the call multivariate_normal.cdf makes, keeping the error estimate it discards
     from scipy.stats._qmvnt import _qauto, _qmvn
@@ -67,17 +68,14 @@ class ScipyGenz(Method):
     name = "scipy-genz"
     summary = ("scipy.stats.multivariate_normal.cdf (Genz QMC lattice, SciPy's own reordering); "
                "log Z only")
-    exact = True
     budget_unit = "maxpts"
-    predicts = False
-    test_budget = 6000
+    tags = Tags(predicts=False)
+    checks = CheckSettings(test_budget=6000)
+    constraints = {"abseps": Number(low=0, fix="0 uses the whole budget; 1e-5 is SciPy's "
+                                               "default")}
 
     def __init__(self, abseps: float = 0.0):
         self.abseps = abseps
-        if not (np.isfinite(abseps) and abseps >= 0):
-            raise InputError(f"method {self.name}: setting 'abseps'",
-                             f"must be a number >= 0, got {abseps!r}",
-                             "0 uses the whole budget; 1e-5 is SciPy's default")
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """Dense R; SciPy copies it into its permuted, scaled Cholesky factor (and copies that

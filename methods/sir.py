@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.errors import InputError
 from harness.core.sequential import Resample
 from harness.methods.sov import Sov, SovStep
+from harness.model.constraints import Number, OneOf
 
 RESAMPLINGS = ("systematic", "multinomial")
 
@@ -90,10 +90,15 @@ class Sir(Sov):
     name = "sir"
     summary = ("sequential importance resampling: SOV's truncated-normal proposal with "
                "systematic/multinomial resampling when the weights' ESS drops; unbiased Ẑ")
-    exact = True
-    unbiased_z = True
     budget_unit = "particles"
-    test_budget = 8000
+    constraints = {
+        "ess_threshold": Number(low=0, high=1, fix="0 never resamples (plain SOV), 1 resamples "
+                                                   "at every variable"),
+        "resampling": OneOf(*RESAMPLINGS),
+        "randomisations": Sov.constraints["randomisations"],
+        "block_size": Sov.constraints["block_size"],
+        "chunk_mb": Sov.constraints["chunk_mb"],
+    }
 
     def __init__(self, ess_threshold: float = 0.5, resampling: str = "systematic",
                  randomisations: int = 10, block_size: int = 0, chunk_mb: float = 512.0):
@@ -104,16 +109,6 @@ class Sir(Sov):
         self.chunk_mb = chunk_mb
         self.points = "random"   # fixed, not a setting: resampling does not keep a QMC set
         self.reorder = "none"
-        self._check_common()
-        field = f"method {self.name}: setting"
-        if isinstance(ess_threshold, bool) or not isinstance(ess_threshold, int | float) \
-                or not 0.0 <= ess_threshold <= 1.0:
-            raise InputError(f"{field} 'ess_threshold'",
-                             f"must be a number in [0, 1], got {ess_threshold!r}",
-                             "0 never resamples (plain SOV), 1 resamples at every variable")
-        if resampling not in RESAMPLINGS:
-            raise InputError(f"{field} 'resampling'",
-                             f"must be one of {RESAMPLINGS}, got {resampling!r}")
 
     def particle_memory(self, n_vars, n_test, budget, block, extra=0, per_variable=None):
         """SOV's, with the walk's spare history for the resampling gathers (measured with

@@ -28,7 +28,7 @@ Predictions: the ratio estimator (C.7) with the SAME samples in numerator and de
 which always lies in (0, 1) (a weighted mean of values in (0, 1)), computed as a difference of
 log-sum-exps. Its standard error comes from the K randomisations (linearised ratio).
 
-Split estimates (Method.split_budget, issue 15): a part is K whole randomisations at its
+Split estimates (SplitsEstimates.split_budget, issue 15): a part is K whole randomisations at its
 budget, returned as their sufficient statistics (SovSums: sizes, log Σ W and log Σ W Φ(c*/s)
 per randomisation, log Σ W², the largest log weight); parts combine by concatenating their
 randomisations, and one estimate is the combination of one part (sov_run builds every
@@ -77,7 +77,6 @@ import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
 from harness.core.deadline import check_deadline
-from harness.core.errors import InputError
 from harness.core.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
 from harness.core.qmc import (
     DEGENERATE_SHARE,
@@ -90,12 +89,15 @@ from harness.core.qmc import (
 from harness.core.reorder import REORDERINGS
 from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.core.truncnorm import draw_above
+from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
-from harness.model.method import Method, split_evenly
+from harness.model.method import Method
 from harness.model.ordered import ordered_problem
 from harness.model.problem import Problem
 from harness.model.reliability import degenerate_weights, unreliable_reason
 from harness.model.result import Estimate
+from harness.model.splitting import SplitsEstimates, split_evenly
+from harness.model.tags import CheckSettings, Tags
 
 _TEST_ELEMENTS = 1 << 22   # test-variable block size (particles x test points) in memory
 # Bytes per particle and variable at the peak of a chunk (harness.model.footprint): generating the
@@ -225,16 +227,25 @@ class SetupFailed(Exception):
     """The set-up of an SOV-family estimate failed (the message is the Estimate's reason)."""
 
 
-class Sov(Method):
+class Sov(SplitsEstimates, Method):
     """Genz separation of variables with randomised QMC (docs/math.md §6); see the module doc."""
 
     name = "sov"
     summary = ("Genz separation of variables, randomised QMC (Sobol'/lattice), univariate "
                "reordering, shared-sample ratio estimator for predictions")
-    exact = True
-    unbiased_z = True   # the mean of the weights (log of the mean, qmc.batch_standard_error)
     budget_unit = "qmc points"
-    test_budget = 8000
+    tags = Tags(unbiased_z=True)   # the mean of the weights (log of the mean,
+    #                                qmc.batch_standard_error)
+    checks = CheckSettings(test_budget=8000)
+    constraints = {
+        "points": OneOf(*KINDS),
+        "randomisations": Integer(minimum=1, says="must be an integer >= 1",
+                                  fix="use >= 2 for a standard error; 10 is usual"),
+        "reorder": OneOf(*REORDERINGS),
+        "block_size": Integer(minimum=0, says="must be an integer >= 0 (0 chooses "
+                                              "automatically)"),
+        "chunk_mb": Number(low=0, low_open=True),
+    }
 
     def __init__(self, points: str = "sobol", randomisations: int = 10,
                  reorder: str = "none", block_size: int = 0, chunk_mb: float = 512.0):
@@ -243,24 +254,6 @@ class Sov(Method):
         self.reorder = reorder
         self.block_size = block_size
         self.chunk_mb = chunk_mb
-        self._check_common()
-        if reorder not in REORDERINGS:
-            raise InputError(f"method {self.name}: setting 'reorder'",
-                             f"must be one of {REORDERINGS}, got {reorder!r}")
-
-    def _check_common(self) -> None:
-        field = f"method {self.name}: setting"
-        if self.points not in KINDS:
-            raise InputError(f"{field} 'points'", f"must be one of {KINDS}, got {self.points!r}")
-        if isinstance(self.randomisations, bool) or not isinstance(self.randomisations, int) \
-                or self.randomisations < 1:
-            raise InputError(f"{field} 'randomisations'",
-                             f"must be an integer >= 1, got {self.randomisations!r}",
-                             "use >= 2 for a standard error; 10 is usual")
-        if self.block_size < 0:
-            raise InputError(f"{field} 'block_size'", "must be >= 0 (0 chooses automatically)")
-        if not self.chunk_mb > 0:
-            raise InputError(f"{field} 'chunk_mb'", "must be > 0")
 
     # ---- the factorisation (overridden by the tile-low-rank variant) ----------------------
     def factor(self, problem: Problem) -> Factor:
@@ -372,7 +365,7 @@ class Sov(Method):
             for k, r0, m in rows:
                 num[k, cols] = np.logaddexp(num[k, cols], logsumexp(T[r0 : r0 + m], axis=0))
 
-    # ---- one estimate, or one split into parts (Method.split_budget) ---------------------
+    # ---- one estimate, or one split into parts (SplitsEstimates) ---------------------
     def set_up(self, problem: Problem) -> tuple[Factor, dict]:
         """The factor and the set-up diagnostics (the same for every part of a split
         estimate; cached per problem). Raises SetupFailed with the reason."""
@@ -427,9 +420,6 @@ class Sov(Method):
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"part {index} is not a {self.name} part for a problem with "
                              f"{n_test} test points ({type(exc).__name__}: {exc})") from None
-
-    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        return self.combine_parts(problem, [self.estimate_part(problem, budget, rng)])
 
     def _sov_estimate(self, problem: Problem, run: SovRun, setup: dict) -> Estimate:
         """The Estimate and its diagnostics from a SovRun (every SOV-family estimate)."""

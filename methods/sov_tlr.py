@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.errors import InputError
 from harness.core.reorder import kdtree_order
 from harness.core.sequential import CholeskyWalk, WalkResult
 from harness.core.tlr import (
@@ -52,9 +51,11 @@ from harness.core.tlr import (
     tlr_cholesky,
 )
 from harness.methods.sov import Factor, Sov
+from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.ordered import cached, check_inputs, ordered_problem
 from harness.model.problem import Problem
+from harness.model.tags import Tags
 
 # Off-diagonal tile rank assumed by the memory estimate (harness.model.footprint) before the factor
 # exists: one-factor covariances have rank 1; 2-D RBF problems at tolerance 1e-8 measured mean
@@ -149,10 +150,16 @@ class SovTlr(Sov):
     name = "sov-tlr"
     summary = ("tile-low-rank separation of variables (Cao et al. 2021): tiles ~ sqrt(N), "
                "QR-compressed off-diagonal tiles, optional block reordering; ratio estimator")
-    exact = True
-    unbiased_z = False  # unbiased for the compressed factor's Z, not for Z itself
-    budget_unit = "qmc points"
-    test_budget = 8000
+    tags = Tags()   # Ẑ is unbiased for the compressed factor's Z, not for Z itself
+    constraints = {
+        "points": Sov.constraints["points"],
+        "randomisations": Sov.constraints["randomisations"],
+        "reorder": OneOf(*TLR_REORDERINGS),
+        "tile_size": Integer(minimum=0, says="must be an integer >= 0 (0: ~sqrt(N))"),
+        "tolerance": Number(low=0, high=1, high_open=True, says="must be in [0, 1)"),
+        "factorisation": OneOf(*FACTORISATIONS),
+        "chunk_mb": Sov.constraints["chunk_mb"],
+    }
 
     def __init__(self, points: str = "sobol", randomisations: int = 10, reorder: str = "none",
                  tile_size: int = 0, tolerance: float = 1e-8, factorisation: str = "auto",
@@ -165,18 +172,6 @@ class SovTlr(Sov):
         self.factorisation = factorisation
         self.chunk_mb = chunk_mb
         self.block_size = 0   # the tile size is the block size; not a setting here
-        self._check_common()
-        field = f"method {self.name}: setting"
-        if reorder not in TLR_REORDERINGS:
-            raise InputError(f"{field} 'reorder'",
-                             f"must be one of {TLR_REORDERINGS}, got {reorder!r}")
-        if isinstance(tile_size, bool) or not isinstance(tile_size, int) or tile_size < 0:
-            raise InputError(f"{field} 'tile_size'", "must be an integer >= 0 (0: ~sqrt(N))")
-        if not (np.isfinite(tolerance) and 0 <= tolerance < 1):
-            raise InputError(f"{field} 'tolerance'", f"must be in [0, 1), got {tolerance!r}")
-        if factorisation not in FACTORISATIONS:
-            raise InputError(f"{field} 'factorisation'",
-                             f"must be one of {FACTORISATIONS}, got {factorisation!r}")
 
     def uses_tlr(self, n_train: int) -> bool:
         """Whether the factor is built by the tile-low-rank Cholesky (module doc)."""

@@ -28,13 +28,14 @@ import scipy.linalg
 from scipy.special import log_ndtr, ndtr
 
 from harness.core.deadline import check_deadline
-from harness.core.errors import InputError
 from harness.core.truncnorm import draw_above, inverse_mills
+from harness.model.constraints import Integer, Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
 from harness.model.ordered import cached
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 
 _LOG_2PI_E = math.log(2.0 * math.pi) + 1.0
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -68,22 +69,17 @@ class VbMeanfield(Method):
     name = "vb-meanfield"
     summary = ("mean-field variational truncated-normal approximation (CAVI); log Z is the "
                "ELBO, a lower bound; Monte Carlo predictive probabilities")
-    exact = False
     budget_unit = "predictive draws"
-    test_budget = 20000
-    handles_orthant = False
+    tags = Tags(exact=False, handles_orthant=False)
+    checks = CheckSettings(test_budget=20000)
+    constraints = {"tol": Number(low=0, low_open=True),
+                   "max_iter": Integer(minimum=1, says="must be an integer >= 1"),
+                   "chunk_mb": Number(low=0, low_open=True)}
 
     def __init__(self, tol: float = 1e-8, max_iter: int = 1000, chunk_mb: float = 64.0):
         self.tol = tol
         self.max_iter = max_iter
         self.chunk_mb = chunk_mb
-        field = f"method {self.name}: setting"
-        if isinstance(tol, bool) or not isinstance(tol, int | float) or not tol > 0:
-            raise InputError(f"{field} 'tol'", f"must be a positive number, got {tol!r}")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-            raise InputError(f"{field} 'max_iter'", f"must be an integer >= 1, got {max_iter!r}")
-        if not chunk_mb > 0:
-            raise InputError(f"{field} 'chunk_mb'", "must be > 0")
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """Dense R, L and the precision Λ = R^{-1} (built from the identity: 3 N x N while it

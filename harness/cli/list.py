@@ -13,7 +13,7 @@ def run(args) -> int:
 
     print("methods:")
     for name, cls in methods().items():
-        kind = "exact" if cls.exact else "approximate"
+        kind = "exact" if cls.tags.exact else "approximate"
         print(f"  {name:<24} {kind:<12} {cls.summary}")
     print("problem families:")
     for name, fam in problem_families().items():

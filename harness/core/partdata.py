@@ -1,4 +1,5 @@
-"""JSON-safe encodings of the statistics a part of a split estimate ships (Method.estimate_part).
+"""JSON-safe encodings of the statistics a part of a split estimate ships
+(SplitsEstimates.estimate_part).
 
 Parts travel as plain JSON (the store, Dask): numbers, lists, strings and None, never NaN or
 inf. Log-sums are -inf when a sum is zero; they are encoded as None and decoded back, so that a

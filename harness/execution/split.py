@@ -1,9 +1,9 @@
 """One estimate split into independent parts across a Dask cluster, recombined exactly.
 
-A method that can split (Method.split_budget is not None: the SOV family's randomisations,
+A method that can split (harness.model.splitting.SplitsEstimates: the SOV family's randomisations,
 rejection-bootstrap's particle chunks) cuts a budget into parts; each part runs anywhere
-(`run_part`, on a worker) and returns its sufficient statistics (Method.estimate_part), and
-`combine_record` makes the one estimate of all parts (Method.combine_parts, in part-index
+(`run_part`, on a worker) and returns its sufficient statistics (SplitsEstimates.estimate_part), and
+`combine_record` makes the one estimate of all parts (SplitsEstimates.combine_parts, in part-index
 order) with the fields of harness.execution.runner.run_one. Part i's random stream is
 rng_for(part_key(key, i)) and the number of parts depends on the method, the budget and N
 only (`resolve_parts`), never on the workers: 1 worker and 10 give bit-identical numbers, and a
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.core.errors import InputError
+from harness.model.splitting import splits
 
 AUTO_PART_WORK = 2**32   # "auto": parts of at least about this many budget units x N²
 #                          (~4 s of sov: Dask's per-task cost stays negligible)
@@ -55,8 +56,9 @@ def resolve_parts(method, budget: int, n_train: int, parts: int | str,
 
 
 def part_budgets(method, budget: int, parts: int, field: str = "parts") -> list[int]:
-    """The budgets of the parts (Method.split_budget); InputError if the method cannot split."""
-    if not method.splits():
+    """The budgets of the parts (SplitsEstimates.split_budget); InputError if the method
+    cannot split."""
+    if not splits(method):
         raise InputError(field, f"method {method.label()} cannot split an estimate into parts",
                          f"use a method that can: {SPLITTING}; or run it without "
                          "--parts, --workers and --scheduler (in a sweep: parts = 1)")

@@ -7,9 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.errors import InputError
 from harness.model.problem import Problem
-from harness.model.settings import coerce_setting
+from harness.model.settings import check_known, coerce_setting
 
 
 @dataclass(frozen=True)
@@ -37,16 +36,10 @@ class ProblemFamily:
     def make(self, params: Mapping[str, Any], name: str | None = None) -> Problem:
         """Build a problem from user parameters (strings coerced to the defaults' types)."""
         defaults = self.defaults()
-        kwargs = {}
-        for key, value in params.items():
-            if key not in defaults:
-                raise InputError(
-                    f"problem {self.name}: parameter {key!r}",
-                    "is not a parameter of this family",
-                    f"valid parameters: {', '.join(sorted(defaults))}",
-                )
-            kwargs[key] = coerce_setting(f"problem {self.name}: parameter {key!r}", value,
-                                         defaults[key])
+        check_known(params, defaults, f"problem {self.name}", "parameter", "family")
+        kwargs = {key: coerce_setting(f"problem {self.name}: parameter {key!r}", value,
+                                      defaults[key])
+                  for key, value in params.items()}
         return self.build(**kwargs, name=name or canonical_name(self.name, kwargs))
 
 

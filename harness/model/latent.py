@@ -2,7 +2,7 @@
 
 Latent-space methods (ess, hmc, emcee, ep, laplace) work with f ~ N(0, K) and the probit
 likelihood ℓ(f) = Σ_i log Φ(y_i f_i); they need classification data and a kernel, so pure
-orthant problems are refused by Method.estimate (handles_orthant = False).
+orthant problems are refused by Method.estimate (tags.handles_orthant False).
 
 The samplers keep their chains in *signed* coordinates g = y ⊙ f (C = diag(y)), so that
 ℓ = Σ_i log Φ(g_i) needs no multiplication; the prior of g is N(0, C K C).

@@ -11,34 +11,30 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.core.errors import InputError
+from harness.model.constraints import Constraint
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.problem import Problem
 from harness.model.result import Estimate
-from harness.model.settings import check_budget, coerce_setting
+from harness.model.settings import check_budget, check_known, coerce_setting
+from harness.model.tags import CheckSettings, Tags
 
 
 class Method(ABC):
     """Base class of every inference method.
 
-    Subclasses declare their settings as keyword arguments of __init__ with defaults, store
-    them unchanged as attributes of the same name, and implement `_estimate`.
+    Subclasses declare their settings as keyword arguments of __init__ with defaults, store them
+    unchanged as attributes of the same name (`__init__` only assigns: the allowed values are
+    declared in `constraints`, harness.model.constraints), and implement `_estimate`. What the class
+    can do is one `tags = Tags(...)` and how the generic checks run it one `checks =
+    CheckSettings(...)` (harness.model.tags), each naming only what differs.
     """
 
     name: ClassVar[str]
     summary: ClassVar[str] = ""
-    exact: ClassVar[bool] = True            # False for EP, Laplace, variational
-    budget_unit: ClassVar[str] = "samples"  # what the budget counts
-    estimates_log_z: ClassVar[bool] = True
-    predicts: ClassVar[bool] = True
-    stochastic: ClassVar[bool] = True       # False: the same answer for every seed
-    test_budget: ClassVar[int | None] = 5000  # budget of the generic accuracy checks (N ~ 200);
-    #                                         None: deprecated opt-out, use skip_checks
-    smoke_budget: ClassVar[int] = 500       # budget of the quick generic checks (N = 30)
-    skip_checks: ClassVar[Mapping[str, str]] = {}  # check name -> why this method skips it
-    #                                         (harness.plugins.checks; the report prints the reason)
-    handles_orthant: ClassVar[bool] = True  # False: needs data and a kernel (latent-space methods)
-    unbiased_z: ClassVar[bool] = False      # True: Ẑ (not log Ẑ) is unbiased for Z with every
-    #                                         setting (pseudo-marginal MCMC, docs/math.md §12)
+    budget_unit: ClassVar[str] = "samples"        # what the budget counts
+    tags: ClassVar[Tags] = Tags()                 # what it can do (harness.model.tags)
+    checks: ClassVar[CheckSettings] = CheckSettings()   # how harness.plugins.checks runs it
+    constraints: ClassVar[Mapping[str, Constraint]] = {}   # setting -> its allowed values
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -55,19 +51,23 @@ class Method(ABC):
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> Method:
-        """Build from user settings (strings are coerced to the type of the default)."""
+        """Build from user settings (strings are coerced to the type of the default) and check
+        them against the class's constraints."""
         defaults = cls.setting_defaults()
-        kwargs = {}
-        for key, value in settings.items():
-            if key not in defaults:
-                raise InputError(
-                    f"method {cls.name}: setting {key!r}",
-                    "is not a setting of this method",
-                    f"valid settings: {', '.join(sorted(defaults)) or 'none'}",
-                )
-            kwargs[key] = coerce_setting(f"method {cls.name}: setting {key!r}", value,
-                                         defaults[key])
-        return cls(**kwargs)
+        check_known(settings, defaults, f"method {cls.name}", "setting", "method")
+        method = cls(**{key: coerce_setting(f"method {cls.name}: setting {key!r}", value,
+                                            defaults[key])
+                        for key, value in settings.items()})
+        method.check_settings()
+        return method
+
+    def check_settings(self) -> None:
+        """Raise InputError, naming the method and the setting, for the first setting whose
+        value its class's `constraints` (harness.model.constraints) do not allow."""
+        for key, constraint in type(self).constraints.items():
+            problem = constraint.problem(getattr(self, key))
+            if problem is not None:
+                raise InputError(f"method {self.name}: setting {key!r}", problem, constraint.fix)
 
     def label(self) -> str:
         """Instance name, e.g. 'rejection-bootstrap[count=hard]' (settings that differ)."""
@@ -104,7 +104,7 @@ class Method(ABC):
     def estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         """Estimate log Z and the test probabilities of `problem` with `budget` units of work."""
         self._check_call(problem, budget, rng)
-        if problem.is_orthant and not self.handles_orthant:
+        if problem.is_orthant and not self.tags.handles_orthant:
             return Estimate.failed(
                 f"{self.name} needs a GPC problem (training data and a kernel): a pure orthant "
                 "problem has no latent function to sample")
@@ -113,84 +113,15 @@ class Method(ABC):
         return result
 
     def _check_call(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
-        """The checks of a budget and rng shared by estimate and estimate_part."""
+        """The checks of the settings, the budget and the rng shared by estimate and
+        estimate_part."""
+        self.check_settings()
         if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
             raise InputError("budget", f"must be a positive integer, got {budget!r}")
         check_budget("budget", int(budget))
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy.random.Generator")
         self.check_job(int(budget), problem.n_train)
-
-    # ---- one estimate split into independent parts (optional; issue 15) --------------------
-    def split_budget(self, budget: int, parts: int) -> list[int] | None:
-        """Budgets of `parts` independent parts that together make one estimate at `budget`
-        (they sum to `budget`; fewer than `parts` entries if the budget cannot be split that
-        finely). None (the default): this method cannot split an estimate.
-
-        A method that splits also implements `_estimate_part` and `_combine_parts`; its parts
-        must be independent given their random streams (e.g. whole randomisations of a QMC
-        estimator, docs/math.md §6, or whole particle-filter runs, docs/math.md §5), so that the
-        combined estimate is exact: it is the estimate the method makes from all of their samples.
-        """
-        return None
-
-    def splits(self) -> bool:
-        """Whether this instance can split an estimate into parts (split_budget is not None)."""
-        return self.split_budget(1, 1) is not None
-
-    def estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
-        """Run one part and return its sufficient statistics as plain JSON-safe data (numbers,
-        lists, strings, None; never NaN or inf), with "budget": budget.
-
-        A part whose set-up cannot run (e.g. a failed factorisation) is {"budget": budget,
-        "failed": reason}; combine_parts then returns a failed Estimate with that reason.
-        Raises NotImplementedError if split_budget is None.
-        """
-        if not self.splits():
-            raise NotImplementedError(
-                f"method {self.name} cannot split an estimate into parts (its split_budget "
-                "returns None): run it with Method.estimate, or implement split_budget, "
-                "_estimate_part and _combine_parts (docs/writing-a-method.md)")
-        self._check_call(problem, budget, rng)
-        budget = int(budget)
-        if problem.is_orthant and not self.handles_orthant:
-            return {"budget": budget, "failed": f"{self.name} needs a GPC problem"}
-        part = self._estimate_part(problem, budget, rng)
-        part["budget"] = budget
-        return part
-
-    def combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
-        """The one Estimate of all `parts` (estimate_part results, in part-index order),
-        exactly: the estimate the method makes from all of their samples together (e.g. Ẑ the
-        particle-weighted mean of the parts' Ẑ, the ratio estimator's numerators and
-        denominators summed before dividing, the standard error from the spread of all the
-        independent randomisations; docs/math.md §5, §6). It depends only on the list of parts,
-        never on who ran them or when; combine_parts(problem, [estimate_part(problem, b, rng)])
-        is the method's estimate at budget b.
-        """
-        if not self.splits():
-            raise NotImplementedError(
-                f"method {self.name} cannot combine parts (its split_budget returns None)")
-        parts = list(parts)
-        if not parts:
-            raise ValueError("combine_parts needs at least one part")
-        for i, part in enumerate(parts):
-            if not isinstance(part, Mapping) or "budget" not in part:
-                raise ValueError(f"part {i} is not an estimate_part result: {part!r:.200}")
-        failed = next((p for p in parts if p.get("failed")), None)
-        if failed is not None:
-            return Estimate.failed(failed["failed"], parts=len(parts))
-        result = self._combine_parts(problem, parts)
-        result.check(problem.n_test)
-        return result
-
-    def _estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
-        """One part's sufficient statistics (a splitting method implements this)."""
-        raise NotImplementedError(f"method {self.name} does not implement _estimate_part")
-
-    def _combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
-        """The Estimate of the parts, none of them failed (a splitting method implements this)."""
-        raise NotImplementedError(f"method {self.name} does not implement _combine_parts")
 
     def needs_dense(self, n_train: int) -> bool:
         """Whether this instance reads the problem's dense K, R or Cholesky factor at this N.
@@ -202,9 +133,10 @@ class Method(ABC):
         """
         return True
 
-    def z_unbiased(self) -> bool:
-        """Whether this instance's Ẑ is unbiased for Z (override when settings decide it)."""
-        return self.unbiased_z
+    def unbiased_z(self) -> bool:
+        """Whether this instance's Ẑ (not log Ẑ) is unbiased for Z: the class's
+        `tags.unbiased_z`; a method whose settings decide it overrides this."""
+        return self.tags.unbiased_z
 
     def check_job(self, budget: int, n_train: int) -> None:
         """Raise InputError if these settings cannot run this budget on n_train points.
@@ -218,83 +150,3 @@ class Method(ABC):
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         """The estimator itself; `budget` is a positive int."""
 
-
-# ---- the contract, checked when a plugin is loaded (harness.plugins.registry) --------------------
-_FLAGS = ("exact", "estimates_log_z", "predicts", "stochastic", "handles_orthant", "unbiased_z")
-
-
-def contract_violations(cls: Any, name: str | None = None) -> list[str]:
-    """What `cls` lacks to be a method plugin registered as `name` (empty list: nothing).
-
-    Checks what can be seen without running it: a concrete Method subclass, its class
-    attributes (docs/writing-a-method.md), and settings that are keyword arguments with
-    defaults (so that `cls()` and `from_settings` work).
-    """
-    if not (isinstance(cls, type) and issubclass(cls, Method)):
-        return [f"{cls!r} is not a subclass of harness.model.method.Method"]
-    found: list[str] = []
-    own = getattr(cls, "name", None)
-    if not isinstance(own, str) or not own:
-        found.append("no `name` class attribute (a non-empty string)")
-    elif name is not None and own != name:
-        found.append(f"its `name` is {own!r}, but it is registered as {name!r}")
-    for attr in ("summary", "budget_unit"):
-        value = getattr(cls, attr, None)
-        if not isinstance(value, str) or not value.strip():
-            found.append(f"an empty `{attr}` (one line saying what it "
-                         f"{'is' if attr == 'summary' else 'counts'})")
-    for attr in _FLAGS:
-        if not isinstance(getattr(cls, attr, None), bool):
-            found.append(f"`{attr}` is {getattr(cls, attr, None)!r}, not True or False")
-    for attr, allow_none in (("smoke_budget", False), ("test_budget", True)):
-        value = getattr(cls, attr, None)
-        if not (value is None and allow_none) and not _positive_int(value):
-            found.append(f"`{attr}` is {value!r}, not a positive integer")
-    skips = getattr(cls, "skip_checks", None)
-    if not isinstance(skips, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in skips.items()):
-        found.append("`skip_checks` must map check names to non-empty reasons")
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
-        found.append(f"abstract methods not implemented: {missing}")
-    found.extend(_settings_violations(cls))
-    return found
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value > 0
-
-
-def _settings_violations(cls: type) -> list[str]:
-    """Settings are named keyword arguments of __init__, each with a default."""
-    if cls.__init__ is object.__init__:
-        return []  # no settings
-    try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    except (TypeError, ValueError):  # pragma: no cover - a builtin __init__
-        return []
-    found = []
-    no_default = [p.name for p in params if p.default is inspect.Parameter.empty
-                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if no_default:
-        found.append(f"settings without defaults: {', '.join(no_default)} (every argument of "
-                     "__init__ is a setting and needs a default)")
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        found.append("__init__ takes *args or **kwargs: list each setting as a keyword "
-                     "argument with a default")
-    return found
-
-
-def split_evenly(budget: int, parts: int, group: int = 1) -> list[int]:
-    """Part budgets for Method.split_budget: the budget cut into parts x group near-equal
-    pieces (the larger ones first, as harness.core.qmc.split_budget does), summed `group` pieces
-    at a time, so every part holds `group` whole pieces (e.g. randomisations) and all pieces
-    have the same size up to one. Fewer parts when the budget has fewer than parts x group
-    units (a part then still holds `group` pieces of at least one unit; at most one part)."""
-    for name, value in (("budget", budget), ("parts", parts)):
-        if not _positive_int(value):
-            raise InputError(name, f"must be a positive integer, got {value!r}")
-    parts = max(1, min(int(parts), int(budget) // max(1, group)))
-    base, extra = divmod(int(budget), parts * group)
-    pieces = [base + (k < extra) for k in range(parts * group)]
-    return [sum(pieces[p * group : (p + 1) * group]) for p in range(parts)]

@@ -156,6 +156,19 @@ def did_you_mean(key: str, valid, noun: str = "keys") -> str:
     return f"{hint}valid {noun}: {', '.join(valid)}"
 
 
+def check_known(keys, valid, owner: str, what: str, of: str) -> None:
+    """An InputError naming the first of `keys` that is not in `valid`, with the closest valid
+    one: e.g. "method sov: setting 'randomisatons': is not a setting of this method (did you
+    mean 'randomisations'? valid settings: ...)". Used by Method.from_settings and
+    ProblemFamily.make, so a method's settings and a family's parameters are refused alike."""
+    valid = sorted(valid)
+    for key in keys:
+        if key not in valid:
+            raise InputError(f"{owner}: {what} {key!r}", f"is not a {what} of this {of}",
+                             did_you_mean(key, valid, f"{what}s") if valid
+                             else f"valid {what}s: none")
+
+
 def check_keys(w: Where, prefix: str, table: dict, valid) -> None:
     """An InputError naming the first key of `table` that is not in `valid`."""
     for key in table:

@@ -13,7 +13,7 @@ of scikit-learn's check_estimator and parametrize_with_checks).
 `python -m harness check NAME` runs the same checks on a registered method.
 
 The checks (CHECKS, in this order):
-- contract: the class attributes and settings (harness.model.method.contract_violations), and
+- contract: the class attributes and settings (harness.plugins.contract), and
   `cls()` builds with the defaults;
 - settings: from_settings({}) round trip, label() == name, settings are plain data, every
   default given back as a string (`--set key=value`) gives the same settings, an unknown
@@ -21,24 +21,24 @@ The checks (CHECKS, in this order):
 - bad_budgets: 0, -3, 2.5, True and "100" are InputErrors naming the budget;
 - determinism: the same seed gives the same answer whatever the global numpy and `random`
   states (the RNG rule: use only the generator given); a stochastic method gives a different
-  answer for another seed, a deterministic one (stochastic = False) the same;
-- output: status ok at smoke_budget on a 30-point GPC problem; log Z finite and < 0 (or None
-  when estimates_log_z is False), its standard error finite and >= 0 or None, one test
-  probability in [0, 1] per test point (None when predicts is False), diagnostics plain data;
-- split: only for a method whose split_budget is not None (one estimate split into parts,
+  answer for another seed, a deterministic one (tags.stochastic False) the same;
+- output: status ok at checks.smoke_budget on a 30-point GPC problem; log Z finite and < 0 (or
+  None when tags.estimates_log_z is False), its standard error finite and >= 0 or None, one test
+  probability in [0, 1] per test point (None when tags.predicts is False), diagnostics plain
+  data;
+- split: only for a method that splits (harness.model.splitting; one estimate split into parts,
   issue 15): the budgets sum to the budget; parts are JSON-safe (json.dumps(allow_nan=False))
   and combine to a valid Estimate, the same after a JSON round trip and when the parts run in
   another order; one part alone combines to a valid Estimate;
 - closed_forms: N = 1, 2, 3 orthant probabilities against the arcsine formulas (docs/math.md §2);
   mean of 6 runs within 5 standard errors (+ 0.02 nats, 0.1 for approximations);
-- accuracy: exact methods only, at test_budget, against the exact oracles at N = 200 (one-factor
-  orthant, docs/math.md §3a; linear-kernel GPC, §3b): the mean of 4 runs within 5 standard errors of
-  that mean (+ 1e-3) for log Z; for the test probabilities the mean error within 3 mean SEs and
-  every point within 6 SEs (+ 5e-3).
+- accuracy: exact methods only, at checks.test_budget, against the exact oracles at N = 200
+  (one-factor orthant, docs/math.md §3a; linear-kernel GPC, §3b): the mean of 4 runs within 5
+  standard errors of that mean (+ 1e-3) for log Z; for the test probabilities the mean error within
+  3 mean SEs and every point within 6 SEs (+ 5e-3).
 
-Opting out is explicit: `skip_checks = {"accuracy": "why"}` on the class; the report prints the
-reason. `test_budget = None` (older plugins) still skips accuracy, and the report says that it
-is the deprecated form. Checks that do not apply (closed forms for a method without log Z or
+Opting out is explicit: `checks = CheckSettings(skip={"accuracy": "why"})` on the class; the
+report prints the reason. Checks that do not apply (closed forms for a method without log Z or
 without orthant support; accuracy for an approximation) are skipped with the reason.
 quick=True runs only the checks on small problems (no closed forms, no accuracy).
 """
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -55,9 +55,11 @@ import numpy as np
 
 from harness.core.errors import InputError
 from harness.model.debugging import exception_reason
-from harness.model.method import Method, _positive_int, contract_violations
+from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
+from harness.model.splitting import splits
+from harness.plugins.contract import contract_violations, positive_int
 
 CHECKS: dict[str, Callable[[type[Method]], str]] = {}
 SLOW_CHECKS = ("closed_forms", "accuracy")   # left out by quick=True
@@ -109,15 +111,19 @@ def _title(cls) -> str:
 
 def declared_skip(cls: type[Method], check: str, quick: bool = False) -> str | None:
     """The reason `cls` does not run `check` (declared, deprecated or quick), or None."""
-    reasons = getattr(cls, "skip_checks", None) or {}
-    if check != "contract" and isinstance(reasons, dict) and reasons.get(check):
+    reasons = _skips(cls)
+    if check != "contract" and reasons.get(check):
         return f"declared by the method: {reasons[check]}"
-    if check == "accuracy" and getattr(cls, "test_budget", 0) is None:
-        return ("test_budget = None (deprecated: declare skip_checks = {'accuracy': "
-                "'<reason>'} instead)")
     if quick and check in SLOW_CHECKS:
         return "quick=True (only the checks on small problems)"
     return None
+
+
+def _skips(cls) -> Mapping[str, str]:
+    """The checks `cls` declares it skips, with the reasons (none if its `checks` is not a
+    CheckSettings: the contract check reports that)."""
+    skip = getattr(getattr(cls, "checks", None), "skip", None)
+    return skip if isinstance(skip, Mapping) else {}
 
 
 def run_check(cls: type[Method], check: str, *, quick: bool = False) -> CheckResult:
@@ -233,10 +239,10 @@ def _run(cls: type[Method], problem: Problem, seed: int, budget: int) -> Estimat
 @_check
 def check_contract(cls):
     found = contract_violations(cls)
-    unknown = sorted(set(getattr(cls, "skip_checks", None) or {}) - set(CHECKS))
+    unknown = sorted(set(_skips(cls)) - set(CHECKS))
     if unknown:
-        found.append(f"skip_checks names unknown checks {unknown} (known: {', '.join(CHECKS)})")
-    if "contract" in (getattr(cls, "skip_checks", None) or {}):
+        found.append(f"checks.skip names unknown checks {unknown} (known: {', '.join(CHECKS)})")
+    if "contract" in _skips(cls):
         found.append("the contract check cannot be skipped")
     assert not found, "; ".join(found)
     cls()
@@ -303,7 +309,7 @@ def _with_global_seed(seed: int, fn):
 
 @_check
 def check_determinism(cls):
-    problem, budget = small_gpc(), cls.smoke_budget
+    problem, budget = small_gpc(), cls.checks.smoke_budget
     a = _with_global_seed(1, lambda: _run(cls, problem, 5, budget))
     b = _with_global_seed(2, lambda: _run(cls, problem, 5, budget))
     assert _same(a, b), (
@@ -311,35 +317,36 @@ def check_determinism(cls):
         f"{b.log_marginal_likelihood}): draw every random number from the rng argument, never "
         "from np.random.* or random.*, and keep no state between calls")
     c = _run(cls, problem, 6, budget)
-    if cls.stochastic:
+    if cls.tags.stochastic:
         assert not _same(a, c), ("seeds 5 and 6 gave the same answer: use the rng argument "
-                                 "(or declare stochastic = False)")
+                                 "(or declare tags = Tags(stochastic=False))")
         return "same seed, same answer; another seed, another answer"
-    assert _same(a, c), "stochastic = False, but seeds 5 and 6 gave different answers"
-    return "the same answer for every seed (stochastic = False)"
+    assert _same(a, c), "tags.stochastic = False, but seeds 5 and 6 gave different answers"
+    return "the same answer for every seed (tags.stochastic = False)"
 
 
 @_check
 def check_output(cls):
     problem = small_gpc()
-    est = _run(cls, problem, 0, cls.smoke_budget)
+    est = _run(cls, problem, 0, cls.checks.smoke_budget)
     assert isinstance(est, Estimate), f"_estimate returned {type(est).__name__}, not an Estimate"
-    assert est.status == "ok", (f"status {est.status!r} at smoke_budget = {cls.smoke_budget} "
-                                f"on N = {problem.n_train}: {est.reason}")
+    assert est.status == "ok", (f"status {est.status!r} at checks.smoke_budget = "
+                                f"{cls.checks.smoke_budget} on N = {problem.n_train}: "
+                                f"{est.reason}")
     lz, se = est.log_marginal_likelihood, est.log_marginal_likelihood_se
-    if cls.estimates_log_z:
+    if cls.tags.estimates_log_z:
         assert lz is not None and np.isfinite(lz) and lz < 0, f"log Z is {lz!r}"
     else:
-        assert lz is None, f"estimates_log_z = False, but log Z is {lz!r}"
+        assert lz is None, f"tags.estimates_log_z = False, but log Z is {lz!r}"
     assert se is None or (np.isfinite(se) and se >= 0), f"log Z standard error is {se!r}"
     p = est.test_probabilities
-    if cls.predicts:
-        assert p is not None, "predicts = True, but no test probabilities"
+    if cls.tags.predicts:
+        assert p is not None, "tags.predicts = True, but no test probabilities"
         p = np.asarray(p)
         assert p.shape == (problem.n_test,), f"test probabilities of shape {p.shape}"
         assert np.all((p >= 0) & (p <= 1)), f"test probabilities outside [0, 1] or NaN: {p}"
     else:
-        assert p is None, "predicts = False, but test probabilities were returned"
+        assert p is None, "tags.predicts = False, but test probabilities were returned"
     try:
         json.dumps(dict(est.diagnostics), allow_nan=True)
     except TypeError as exc:
@@ -349,14 +356,14 @@ def check_output(cls):
 
 @_check
 def check_split(cls):
+    if not splits(cls):
+        raise SkipCheck("the method does not split an estimate into parts (it is not a "
+                        "harness.model.splitting.SplitsEstimates)")
     method = cls()
-    budget = cls.smoke_budget
+    budget = cls.checks.smoke_budget
     budgets = method.split_budget(budget, 3)
-    if budgets is None:
-        raise SkipCheck("split_budget returns None: the method does not split an estimate "
-                        "into parts")
     assert (isinstance(budgets, list) and 1 <= len(budgets) <= 3
-            and all(_positive_int(b) for b in budgets) and sum(budgets) == budget), (
+            and all(positive_int(b) for b in budgets) and sum(budgets) == budget), (
         f"split_budget({budget}, 3) = {budgets!r}: want a list of 1 to 3 positive ints summing "
         f"to {budget}")
     problem = small_gpc()
@@ -402,17 +409,17 @@ def _closed_form(R: np.ndarray) -> float:
 
 @_check
 def check_closed_forms(cls):
-    if not cls.estimates_log_z:
-        raise SkipCheck("estimates_log_z = False: the method does not estimate log Z")
-    if not cls.handles_orthant:
-        raise SkipCheck("handles_orthant = False: needs a GPC problem, not a pure orthant one")
+    if not cls.tags.estimates_log_z:
+        raise SkipCheck("tags.estimates_log_z = False: the method does not estimate log Z")
+    if not cls.tags.handles_orthant:
+        raise SkipCheck("tags.handles_orthant = False: needs a GPC problem, not a pure orthant one")
     worst = []
     for n in (1, 2, 3):
         problem = small_orthant(n)
         exact = np.log(_closed_form(problem.R))
         runs = np.array([_run(cls, problem, s, 4000).log_marginal_likelihood for s in range(6)])
         spread = max(runs.std(ddof=1), 1e-12)
-        tol = 5 * spread / np.sqrt(len(runs)) + (0.02 if cls.exact else 0.1)
+        tol = 5 * spread / np.sqrt(len(runs)) + (0.02 if cls.tags.exact else 0.1)
         err = abs(runs.mean() - exact)
         assert err <= tol, (f"N = {n}: mean log Z of 6 runs (budget 4000) {runs.mean():.6f}, "
                             f"exact {exact:.6f}: error {err:.3g} > tolerance {tol:.3g}")
@@ -422,25 +429,25 @@ def check_closed_forms(cls):
 
 @_check
 def check_accuracy(cls):
-    if not cls.exact:
-        raise SkipCheck("exact = False: an approximation's error does not vanish with the "
+    if not cls.tags.exact:
+        raise SkipCheck("tags.exact = False: an approximation's error does not vanish with the "
                         "budget (compare it in a sweep)")
     notes = []
     for family in ("onefactor", "linear1d"):
-        if family == "onefactor" and not cls.handles_orthant:
-            notes.append("onefactor skipped (handles_orthant = False)")
+        if family == "onefactor" and not cls.tags.handles_orthant:
+            notes.append("onefactor skipped (tags.handles_orthant = False)")
             continue
         notes.append(_accuracy_on(cls, family, oracle_problem(family)))
     return "; ".join(notes)
 
 
 def _accuracy_on(cls, family: str, problem: Problem) -> str:
-    where = f"{family} (N = {problem.n_train}, budget {cls.test_budget}, 4 runs)"
-    ests = [_run(cls, problem, s, cls.test_budget) for s in range(4)]
+    where = f"{family} (N = {problem.n_train}, budget {cls.checks.test_budget}, 4 runs)"
+    ests = [_run(cls, problem, s, cls.checks.test_budget) for s in range(4)]
     bad = [e.reason for e in ests if e.status != "ok"]
     assert not bad, f"{where}: failed runs: {bad}"
     truth, done = problem.truth, []
-    if cls.estimates_log_z:
+    if cls.tags.estimates_log_z:
         lz = np.array([e.log_marginal_likelihood for e in ests])
         se = lz.std(ddof=1) / np.sqrt(len(lz))
         err, tol = abs(lz.mean() - truth.log_marginal_likelihood), 5 * se + 1e-3
@@ -448,7 +455,7 @@ def _accuracy_on(cls, family: str, problem: Problem) -> str:
             f"{where}: mean log Z {lz.mean():.6f}, exact {truth.log_marginal_likelihood:.6f}: "
             f"error {err:.3g} > {tol:.3g} (5 standard errors of the mean + 1e-3)")
         done.append(f"log Z error {err:.2g} <= {tol:.2g}")
-    if cls.predicts and problem.n_test:
+    if cls.tags.predicts and problem.n_test:
         P = np.array([e.test_probabilities for e in ests])
         se = P.std(axis=0, ddof=1) / np.sqrt(len(P))
         err = np.abs(P.mean(axis=0) - truth.test_probabilities)

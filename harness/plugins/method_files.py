@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import InputError
-from harness.model.method import Method, contract_violations
+from harness.model.method import Method
+from harness.plugins.contract import contract_violations
 from harness.plugins.registry import file_method, get_method, register_file_method
 
 SEPARATOR = ":"

@@ -21,7 +21,8 @@ from importlib.metadata import entry_points
 
 from harness.core.errors import InputError
 from harness.model.family import ProblemFamily
-from harness.model.method import Method, contract_violations
+from harness.model.method import Method
+from harness.plugins.contract import contract_violations
 
 METHOD_GROUP = "gpc_harness.methods"
 PROBLEM_GROUP = "gpc_harness.problems"
@@ -120,8 +121,8 @@ def methods() -> dict[str, type[Method]]:
     """Every usable method class by name (imports them all: use get_method for one).
 
     A plugin that cannot be imported or breaks the contract
-    (harness.model.method.contract_violations) is left out with a one-line PluginWarning naming it
-    and what is wrong.
+    (harness.plugins.contract.contract_violations) is left out with a one-line PluginWarning
+    naming it and what is wrong.
     """
     return _every("method", METHOD_GROUP, _BUILTIN_METHODS, get_method)
 

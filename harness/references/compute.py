@@ -1,15 +1,15 @@
 """Reference values: one unbiased estimator run until its stated precision is reached.
 
-`compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.z_unbiased: the SOV
+`compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.unbiased_z: the SOV
 family, minimax tilting, rejection–bootstrap with the hard count; docs/math.md §5–7) in rounds of
-new independent parts (SPLIT_INTERFACE: Method.split_budget / estimate_part / combine_parts).
+new independent parts (harness.model.splitting: split_budget / estimate_part / combine_parts).
 Part i's random stream is rng_for(harness.execution.split.part_key(key, i)), every part has
 the same budget, and after each round all parts so far are combined exactly
-(Method.combine_parts: Ẑ the budget-weighted mean of the parts' Ẑ, the ratio estimator's sums
-added before dividing, the SE from the spread of all independent randomisations). It stops
-when the log Z standard error is <= target_se and every test probability's is
-<= target_test_se, or when the budget or the CPU time is spent. The result depends only on
-the problem, the method and its settings, the part budget, the targets and the seed: rounds
+(SplitsEstimates.combine_parts: Ẑ the budget-weighted mean of the parts' Ẑ, the ratio estimator's
+sums added before dividing, the SE from the spread of all independent randomisations). It stops when
+the log Z standard error is <= target_se and every test probability's is <= target_test_se, or when
+the budget or the CPU time is spent. The result depends only on the problem, the method and its
+settings, the part budget, the targets and the seed: rounds
 grow from the estimates alone, never from the number of workers.
 
 Then a second unbiased method (the check method, check_method_name: sir for a tilting
@@ -46,6 +46,7 @@ from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.reference_values import FORMAT, fingerprint
 from harness.model.result import ANSWERED
+from harness.model.splitting import splits
 
 AGREEMENT_SIGMAS = 3.0
 WEIGHT_SHARE_MAX = 0.01       # no single sample carries more than 1 % of Σ W
@@ -94,10 +95,10 @@ def unbiased_method(name: str, settings: dict[str, Any], field: str = "--method"
     except InputError as exc:
         raise InputError(field, str(exc).partition(": ")[2]) from None
     method = cls.from_settings(settings)
-    if not method.z_unbiased():
+    if not method.unbiased_z():
         raise InputError(field, f"{method.label()} does not give an unbiased Ẑ, so it cannot "
                          "state a reference's precision", UNBIASED_HINT)
-    if method.split_budget(1, 1) is None:
+    if not splits(method):
         raise InputError(field, f"{method.label()} cannot split an estimate into parts",
                          UNBIASED_HINT)
     return method

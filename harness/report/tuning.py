@@ -115,7 +115,7 @@ def _is_exact(method_name: str) -> bool:
     from harness.plugins.registry import get_method
 
     try:
-        return bool(get_method(method_name).exact)
+        return bool(get_method(method_name).tags.exact)
     except Exception:  # noqa: BLE001 - a method not installed here: counted as exact
         return True
 

@@ -15,7 +15,7 @@ def incompatible(problem: ProblemEntry, method: MethodInstance) -> str | None:
     from harness.plugins.registry import get_method
 
     is_orthant = problem.summary.get("kernel") is None and "kernel" in problem.summary
-    if is_orthant and not get_method(method.name).handles_orthant:
+    if is_orthant and not get_method(method.name).tags.handles_orthant:
         return f"{method.label} needs data and a kernel; {problem.name} is a pure orthant problem"
     return None
 

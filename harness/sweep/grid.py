@@ -266,5 +266,5 @@ def expand_methods(w: Where, value: Any, budgets: tuple[int, ...] | None,
             seen[label] = where
             instances.append(MethodInstance(name, label, method.get_settings(), own_budgets,
                                             cls.budget_unit, files.get(name),
-                                            cls.stochastic))
+                                            cls.tags.stochastic))
     return tuple(instances)

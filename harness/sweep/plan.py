@@ -10,8 +10,8 @@ share a job share its id (and its stored result). A tuning job's key also holds 
 and the tuning settings that determine its strategy's result
 (harness.sweep.tune.TuneSettings.key_part); an estimate job's key is unchanged by the job kinds. A
 job split into parts (the sweep's `parts`, for a method that can split: harness.execution.split) has
-"parts" in its key (the number asked of Method.split_budget); with parts = 1, or a method that
-cannot split, the key is as before.
+"parts" in its key (the number asked of SplitsEstimates.split_budget); with parts = 1, or a
+method that cannot split, the key is as before.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.seeding import key_digest
+from harness.model.splitting import splits
 from harness.sweep.checks import incompatible, memory_refusal, too_large_budgets
 from harness.sweep.grid import MethodInstance
 from harness.sweep.spec import Sweep
@@ -74,7 +75,7 @@ def split_plan(sweep: Sweep, method: MethodInstance, budget: int, n_train: int
     if sweep.parts == 1:
         return 1, ()
     instance = get_method(method.name)(**method.settings)
-    if not instance.splits():
+    if not splits(instance):
         return 1, ()
     n = resolve_parts(instance, budget, n_train, sweep.parts)
     budgets = tuple(part_budgets(instance, budget, n)) if n > 1 else ()
@@ -100,7 +101,7 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
 
     Keeping a problem's jobs together lets each worker reuse the problem it has built; the
     larger budgets first shortens the tail of a sweep. Jobs that skipped_pairs reports are
-    left out. A deterministic method (`stochastic = False`) gets replicate 0 only: its other
+    left out. A deterministic method (`Tags(stochastic=False)`) gets replicate 0 only: its other
     replicates would repeat it (and replicate 0's job id is the same as with every replicate).
     """
     jobs = []

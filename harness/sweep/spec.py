@@ -41,17 +41,18 @@ A sweep file (see sweeps/quick.toml)::
 Paths written in the file (problem files, [output] store and report, method files) are
 relative to the sweep file's folder, so the same file finds the same store from any working
 directory; a problem file's spec (in its jobs' keys) is its absolute path. A method whose class
-says `stochastic = False` (the same answer for every seed) runs replicate 0 only.
+says `Tags(stochastic=False)` (the same answer for every seed) runs replicate 0 only.
 
 A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
 `parts` (an integer, or "auto": from the method, budget and N,
 harness.execution.split.resolve_parts) splits the estimate of every job whose method can split
-(Method.split_budget: the SOV family, rejection-bootstrap) into independent parts, run as separate
-Dask tasks and each committed to the store as it finishes, so a killed client or worker loses at
-most the parts in flight; the job's key then holds "parts" (parts = 1, the default, leaves every key
-and result as before). `kind = "tune"` with a [tune] table makes every job a hyperparameter-tuning
-job instead of one estimate (harness.sweep.tune describes the table); `kind = "reference"` with a
-[reference] table computes one reference record per problem instead (harness.sweep.reference_kind).
+(SplitsEstimates.split_budget: the SOV family, rejection-bootstrap) into independent parts, run as
+separate Dask tasks and each committed to the store as it finishes, so a killed client or worker
+loses at most the parts in flight; the job's key then holds "parts" (parts = 1, the default, leaves
+every key and result as before). `kind = "tune"` with a [tune] table makes every job a
+hyperparameter-tuning job instead of one estimate (harness.sweep.tune describes the table); `kind =
+"reference"` with a [reference] table computes one reference record per problem instead
+(harness.sweep.reference_kind).
 Everything is checked here, before any job runs: a problem in the file is an InputError that
 names the file, the key and the fix (the command line exits with code 2).
 """

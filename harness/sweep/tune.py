@@ -185,9 +185,9 @@ def check_tune(w, tune: TuneSettings, problems, methods) -> None:
             raise InputError(w.path, str(exc)) from None
     for m in methods:
         method = get_method(m.name)(**m.settings)
-        if "pseudo-marginal" in tune.strategies and not method.z_unbiased():
+        if "pseudo-marginal" in tune.strategies and not method.unbiased_z():
             raise w.error("tune.strategies", f"pseudo-marginal needs an unbiased estimate of Z, "
-                          f"which method {m.label!r} does not give (Method.z_unbiased)",
+                          f"which method {m.label!r} does not give (Method.unbiased_z)",
                           "remove that method, change its settings, or drop pseudo-marginal")
         if not {"explore-exploit", "pseudo-marginal"} & set(tune.strategies):
             continue   # only these run the explore pass (pseudo-marginal: to start its chain)

@@ -28,17 +28,17 @@ def unbiased_methods() -> list[str]:
 
     out = []
     for name, cls in methods().items():
-        if cls().z_unbiased():
+        if cls().unbiased_z():
             out.append(name)
-        elif cls.z_unbiased is not Method.z_unbiased:   # decided by the settings
-            note = (cls.z_unbiased.__doc__ or "").split(":")[0].strip()
+        elif cls.unbiased_z is not Method.unbiased_z:   # decided by the settings
+            note = (cls.unbiased_z.__doc__ or "").split(":")[0].strip()
             out.append(f"{name} ({note[:1].lower()}{note[1:]})")
     return out
 
 
 def check_unbiased(method: Method) -> None:
     """InputError unless this method instance's Ẑ is unbiased (pseudo-marginal needs it)."""
-    if not method.z_unbiased():
+    if not method.unbiased_z():
         raise InputError(
             "tune.strategy", f"pseudo-marginal needs an unbiased Ẑ, and method "
             f"{method.label()!r} does not give one", f"use one of: {'; '.join(unbiased_methods())}")

@@ -36,7 +36,7 @@ def compiled():
     bound is about what the inputs do, not about numba loading or compiling its kernels."""
     for name, cls in methods().items():
         with contextlib.redirect_stdout(io.StringIO()):
-            main(["run", "--problem", TINY["orthant" if cls.handles_orthant else "gpc"],
+            main(["run", "--problem", TINY["orthant" if cls.tags.handles_orthant else "gpc"],
                   "--method", name, "--budget", "20"])
 
 
@@ -125,7 +125,7 @@ def test_method_settings(data):
     items = data.draw(st.lists(st.tuples(st.one_of(st.sampled_from(keys or ["x"]),
                                                    st.text(max_size=5)), value),
                                max_size=3), "settings")
-    problem = TINY["orthant" if registry[name].handles_orthant else "gpc"]
+    problem = TINY["orthant" if registry[name].tags.handles_orthant else "gpc"]
     argv = ["--problem", problem, "--method", name, "--budget", "30"]
     for key, text in items:
         argv += ["--set", f"{key}={text}"]
@@ -137,7 +137,7 @@ def test_method_settings(data):
     ["0", "1", "-1", "9223372036854775807", "1e300", "x"]), memory=st.sampled_from(
     [None, "8GB", "512 MiB", "1e400GB", "0", "-1GB", "1e-9", "inf", "nan", "x", "1e30"]))
 def test_budgets(text, method, seed, memory):
-    problem = TINY["orthant" if methods()[method].handles_orthant else "gpc"]
+    problem = TINY["orthant" if methods()[method].tags.handles_orthant else "gpc"]
     try:
         small = 0 < float(text) <= 300
     except ValueError:

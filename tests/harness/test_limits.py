@@ -28,6 +28,7 @@ import numpy as np
 from harness import Method
 from harness.model.result import Estimate
 from harness.model.ordered import cached
+from harness.model.tags import Tags
 
 
 def spin():
@@ -43,7 +44,7 @@ def burn(seconds):
 class Misbehaving(Method):
     name = "misbehaving"
     summary = "test method: a slow set-up or estimate, or a large allocation"
-    predicts = False
+    tags = Tags(predicts=False)
 
     def __init__(self, stage: str = "none", seconds: float = 0.0, mb: float = 0.0):
         self.stage, self.seconds, self.mb = stage, seconds, mb

@@ -86,7 +86,7 @@ def test_only_unbiased_splitting_methods_give_references():
         ref.unbiased_method("rejection-bootstrap", {})          # soft count: biased
     with pytest.raises(InputError, match="does not give an unbiased"):
         ref.unbiased_method("ep", {})
-    assert ref.unbiased_method("rejection-bootstrap", {"count": "hard"}).z_unbiased()
+    assert ref.unbiased_method("rejection-bootstrap", {"count": "hard"}).unbiased_z()
     with pytest.raises(InputError, match="--method"):
         ref.unbiased_method("nope", {})
 

@@ -22,12 +22,13 @@ def third_party(install_plugin):
         from harness.model.result import Estimate
         from harness.model.family import ProblemFamily
         from harness.model.method import Method
+        from harness.model.tags import Tags
         from harness.model.problem import Problem
 
         class Coin(Method):
             name = "coin"
             summary = "returns -N log 2 and 1/2 everywhere (independent variables)"
-            exact = False
+            tags = Tags(exact=False)
             def __init__(self, bias: float = 0.5):
                 self.bias = bias
             def _estimate(self, problem, budget, rng):
@@ -78,6 +79,10 @@ BAD_PLUGINS = '''
         def _estimate(self, problem, budget, rng):
             return Estimate(-1.0)
 
+    class Flat(Good):              # the older flat surface: refused, never read as defaults
+        name = "flat"
+        exact = False
+
     class NoSummary(Good):
         name = "no-summary"
         summary = ""
@@ -94,6 +99,8 @@ BAD_PLUGINS = '''
 BAD = {  # entry point -> (target, what the warning says)
     "noname": ("bad_plugins:NoName", "no `name` class attribute"),
     "no-summary": ("bad_plugins:NoSummary", "an empty `summary`"),
+    "flat": ("bad_plugins:Flat",
+             "`exact = False` is no longer read: write `tags = Tags(exact=False)`"),
     "no-default": ("bad_plugins:NoDefault", "settings without defaults: scale"),
     "not-a-method": ("bad_plugins:NotAMethod", "is not a subclass of harness.model.method.Method"),
     "missing": ("bad_plugins:Missing", "cannot be imported: AttributeError"),

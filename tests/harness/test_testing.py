@@ -11,6 +11,7 @@ import pytest
 from harness.methods.sov import Sov
 from harness.model.method import Method
 from harness.model.result import Estimate
+from harness.model.tags import CheckSettings, Tags
 from harness.plugins.checks import (
     CHECKS,
     check_method,
@@ -41,7 +42,7 @@ class GlobalNoise(Sov):
 
 class ClaimsDeterministic(Sov):
     name = "claims-deterministic"
-    stochastic = False
+    tags = Tags(stochastic=False)
 
 
 class OutOfRange(Sov):
@@ -54,7 +55,7 @@ class OutOfRange(Sov):
 
 class PredictsUndeclared(Sov):
     name = "predicts-undeclared"
-    predicts = False
+    tags = Tags(predicts=False)
 
 
 class PartsWithNan(Sov):
@@ -83,8 +84,7 @@ class Toy(Method):
 
     name = "toy"
     summary = "independent variables"
-    exact = False
-    stochastic = False
+    tags = Tags(exact=False, stochastic=False)
 
     def __init__(self, scale: float = 1.0):
         self.scale = scale
@@ -139,32 +139,47 @@ def test_a_broken_contract_is_reported_first_and_alone():
     class Nameless(Toy):
         name = None
         summary = ""
-        skip_checks = {"acuracy": "typo"}
+        checks = CheckSettings(skip={"acuracy": "typo"})
 
     report = run_checks(Nameless)
     assert [r.check for r in report.results] == ["contract"]
     detail = report.results[0].detail
     assert "no `name`" in detail and "empty `summary`" in detail
-    assert "skip_checks names unknown checks ['acuracy']" in detail
+    assert "checks.skip names unknown checks ['acuracy']" in detail
 
 
 def test_opting_out_is_explicit_and_printed():
     class Declared(Toy):
-        skip_checks = {"determinism": "answers depend on the wall clock"}
-
-    class Deprecated(Sov):
-        name = "deprecated-opt-out"
-        test_budget = None
+        checks = CheckSettings(skip={"determinism": "answers depend on the wall clock"})
 
     declared = {r.check: r for r in run_checks(Declared, quick=True).results}["determinism"]
     assert declared.status == "skipped"
     assert declared.detail == "declared by the method: answers depend on the wall clock"
-    old = run_check(Deprecated, "accuracy")
-    assert old.status == "skipped" and "deprecated" in old.detail and "skip_checks" in old.detail
     with pytest.raises(AssertionError):  # the contract cannot be skipped
         class NoContract(Toy):
-            skip_checks = {"contract": "no"}
+            checks = CheckSettings(skip={"contract": "no"})
         check_method(NoContract, quick=True)
+
+
+def test_the_older_flat_declarations_are_refused_with_what_to_write():
+    class Flat(Sov):
+        name = "flat"
+        exact = False
+        test_budget = None
+        skip_checks = {"accuracy": "slow"}
+
+        def z_unbiased(self):
+            return True
+
+    report = run_checks(Flat)
+    assert [r.check for r in report.results] == ["contract"]
+    detail = report.results[0].detail
+    assert "`exact = False` is no longer read: write `tags = Tags(exact=False)`" in detail
+    assert "write `checks = CheckSettings(test_budget=None)`" in detail
+    assert "write `checks = CheckSettings(skip={'accuracy': 'slow'})`" in detail
+    assert "rename the method to `unbiased_z`" in detail
+    bad = run_check(type("BadTags", (Toy,), {"tags": Tags(exact="no")}), "contract")
+    assert bad.status == "failed" and "`tags.exact` is 'no', not True or False" in bad.detail
 
 
 def test_check_method_raises_one_readable_report():

@@ -12,15 +12,16 @@ import time
 import numpy as np
 from scipy.special import ndtr
 
-from harness.model.method import Method, split_evenly
+from harness.model.method import Method
 from harness.model.result import Estimate
+from harness.model.splitting import SplitsEstimates, split_evenly
+from harness.model.tags import Tags
 
 
-class ToyOrthantMC(Method):
+class ToyOrthantMC(SplitsEstimates, Method):
     name = "toy-orthant-mc"
     summary = "plain Monte Carlo of the orthant probability, split into parts (tests only)"
-    exact = True
-    unbiased_z = True
+    tags = Tags(unbiased_z=True)
     budget_unit = "samples"
 
     def __init__(self, fail_part_budget: int = 0, delay: float = 0.0):
@@ -48,6 +49,3 @@ class ToyOrthantMC(Method):
         p_hat = hits / n
         return Estimate(float(np.log(p_hat)), np.asarray(sums, float).reshape(-1) / hits,
                         float(np.sqrt((1 - p_hat) / hits)), diagnostics={"hits": hits})
-
-    def _estimate(self, problem, budget, rng):
-        return self._combine_parts(problem, [self._estimate_part(problem, budget, rng)])

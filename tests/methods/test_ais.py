@@ -27,7 +27,7 @@ from harness.plugins.registry import methods
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 SAMPLERS = [EllipticalSlice, HamiltonianMC]
-LATENT = [m for m in methods().values() if not m.handles_orthant]
+LATENT = [m for m in methods().values() if not m.tags.handles_orthant]
 
 
 def test_compiled_log_ndtr_matches_scipy():
@@ -134,7 +134,7 @@ def test_pure_orthant_problems_are_refused(cls):
     ("jitter", -1.0, "jitter"), ("gpml_compat", "yes", "gpml_compat")])
 def test_bad_settings_are_refused(cls, setting, value, match):
     with pytest.raises(InputError, match=match):
-        cls(**{setting: value})
+        cls(**{setting: value}).check_settings()
     if setting != "gpml_compat":
         with pytest.raises(InputError, match=match):
             cls.from_settings({setting: str(value)})

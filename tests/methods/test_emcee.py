@@ -38,7 +38,7 @@ def test_too_few_walkers_are_refused_before_running():
                                             ("thin", 0), ("jitter", -1e-3)])
 def test_bad_settings(setting, value):
     with pytest.raises(InputError, match=setting):
-        EmceeEnsemble(**{setting: value})
+        EmceeEnsemble(**{setting: value}).check_settings()
 
 
 @pytest.mark.slow

@@ -77,7 +77,7 @@ def test_exact_limits():
 def test_labelled_as_an_approximation():
     problem = linear1d(n_train=30, n_test=5)
     cls = ExpectationPropagation
-    assert not cls.exact and not cls.stochastic and "APPROXIMATION" in cls.summary
+    assert not cls.tags.exact and not cls.tags.stochastic and "APPROXIMATION" in cls.summary
     record = run_one(problem, cls(), 10, np.random.default_rng(0))
     assert record["exact_method"] is False and record["status"] == "ok"
     assert record["diagnostics"]["approximation"] == "EP"

@@ -67,4 +67,4 @@ def test_gaussian_leapfrog_acceptance_matches_simulation():
                                             ("target_accept", 0)])
 def test_bad_hmc_settings(setting, value):
     with pytest.raises(InputError, match=setting):
-        HamiltonianMC(**{setting: value})
+        HamiltonianMC(**{setting: value}).check_settings()

@@ -59,7 +59,7 @@ def test_exact_limit_and_label():
     est = LaplaceApproximation().estimate(vanishing, 50, np.random.default_rng(0))
     assert est.log_marginal_likelihood == pytest.approx(-40 * np.log(2), abs=1e-9)
     cls = LaplaceApproximation
-    assert not cls.exact and not cls.stochastic and "APPROXIMATION" in cls.summary
+    assert not cls.tags.exact and not cls.tags.stochastic and "APPROXIMATION" in cls.summary
     record = run_one(linear1d(n_train=20, n_test=2), cls(), 10, np.random.default_rng(0))
     assert record["exact_method"] is False
     assert record["diagnostics"]["approximation"] == "Laplace"

@@ -90,9 +90,9 @@ def test_lower_variance_than_sov_on_a_one_factor_problem():
 
 def test_bad_settings_are_refused():
     with pytest.raises(InputError, match="reorder"):
-        MinimaxTilting(reorder="sideways")
+        MinimaxTilting(reorder="sideways").check_settings()
     with pytest.raises(InputError, match="randomisations"):
-        MinimaxTilting(randomisations=0)
+        MinimaxTilting(randomisations=0).check_settings()
 
 
 @pytest.mark.slow

@@ -80,7 +80,7 @@ def test_diagnostics():
                                             ("chunk_mb", 0.0)])
 def test_bad_settings(setting, value):
     with pytest.raises(InputError, match=setting):
-        RejectionBootstrap(**{setting: value})
+        RejectionBootstrap(**{setting: value}).check_settings()
 
 
 # ---- the accuracy targets at M = 1e5 (paper Tables 1-3) --------------------------

@@ -74,7 +74,7 @@ def test_degenerate_outputs_are_reported(monkeypatch, value, err, status, flag):
 
 def test_bad_setting():
     with pytest.raises(InputError, match="abseps"):
-        ScipyGenz(abseps=-1.0)
+        ScipyGenz(abseps=-1.0).check_settings()
 
 
 def _pairs(n_pairs, rho=-0.5):

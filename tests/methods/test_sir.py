@@ -70,7 +70,7 @@ def test_resample_indices_follow_the_weights(how):
                                  {"resampling": "stratified-ish"}, {"randomisations": 0}])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(InputError, match=next(iter(bad))):
-        Sir(**bad)
+        Sir(**bad).check_settings()
 
 
 @pytest.mark.slow

@@ -184,7 +184,7 @@ def test_non_finite_weights_are_a_failed_estimate(monkeypatch):
                                             ("chunk_mb", 0.0)])
 def test_bad_settings(setting, value):
     with pytest.raises(InputError, match=setting):
-        Sov(**{setting: value})
+        Sov(**{setting: value}).check_settings()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -132,7 +132,7 @@ def test_kdtree_ordering_gives_the_same_answer():
                                             ("randomisations", 0), ("factorisation", "lu")])
 def test_bad_settings(setting, value):
     with pytest.raises(InputError, match=setting):
-        SovTlr(**{setting: value})
+        SovTlr(**{setting: value}).check_settings()
 
 
 # ---- the tile-low-rank Cholesky (harness.core.tlr) inside sov-tlr --------------------------------

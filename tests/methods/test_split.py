@@ -16,10 +16,13 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+from harness.core.errors import InputError
 from harness.core.qmc import split_budget as qmc_split
 from harness.core.seeding import rng_for
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
+from harness.execution.split import part_budgets
+from harness.model.splitting import splits
 from harness.plugins.registry import get_method, methods
 from harness.plugins.specs import make_problem
 
@@ -231,15 +234,12 @@ def test_all_rejected_parts_are_a_failed_estimate():
     assert est.status == "failed" and "rejected" in est.reason
 
 
-def test_methods_that_do_not_split_say_so(gpc):
+def test_methods_that_do_not_split_say_so():
     splitting = {name for name, _ in SPLITTING}
     for name, cls in methods().items():
         method = cls()
-        if name in splitting:
-            assert method.splits()
-            continue
-        assert method.split_budget(1000, 4) is None and not method.splits()
-        with pytest.raises(NotImplementedError, match="cannot split"):
-            method.estimate_part(gpc, 100, np.random.default_rng(0))
-        with pytest.raises(NotImplementedError, match="cannot combine"):
-            method.combine_parts(gpc, [{"budget": 100}])
+        assert splits(method) == (name in splitting)
+        if name not in splitting:
+            assert not hasattr(method, "split_budget") and not hasattr(method, "estimate_part")
+            with pytest.raises(InputError, match="cannot split an estimate into parts"):
+                part_budgets(method, 1000, 4)

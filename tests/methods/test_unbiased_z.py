@@ -1,4 +1,4 @@
-"""Which methods' Ẑ (not log Ẑ) is unbiased for Z (Method.z_unbiased; pseudo-marginal MCMC
+"""Which methods' Ẑ (not log Ẑ) is unbiased for Z (Method.unbiased_z; pseudo-marginal MCMC
 over hyperparameters relies on it, docs/math.md §12): the mean of many tiny-budget Ẑ on a 3-D
 orthant with a closed form must equal Z within 4 standard errors of the mean."""
 
@@ -35,10 +35,10 @@ def mean_ratio(name, settings, budget, reps):
 
 
 def test_the_claims_are_the_tested_ones():
-    claimed = {name for name, cls in methods().items() if cls().z_unbiased()}
+    claimed = {name for name, cls in methods().items() if cls().unbiased_z()}
     assert claimed == {name for name, _ in UNBIASED} - {"rejection-bootstrap"}
-    assert get_method("rejection-bootstrap")(count="hard").z_unbiased()
-    assert not get_method("rejection-bootstrap")(count="soft").z_unbiased()
+    assert get_method("rejection-bootstrap")(count="hard").unbiased_z()
+    assert not get_method("rejection-bootstrap")(count="soft").unbiased_z()
 
 
 @pytest.mark.slow

@@ -64,4 +64,4 @@ def test_pure_orthant_problem_is_refused():
                                  {"chunk_mb": 0.0}])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(InputError, match=next(iter(bad))):
-        VbMeanfield(**bad)
+        VbMeanfield(**bad).check_settings()

@@ -38,7 +38,6 @@ class Slow(Method):
     name = "slow"
     summary = "sleeps budget / 10 s, then answers (fault tests)"
     budget_unit = "tenths of a second"
-    handles_orthant = True
 
     def __init__(self, fail_budget: int = 0):
         self.fail_budget = fail_budget

@@ -28,7 +28,7 @@ def test_scale_sweep_loads_and_plans():
                            for n in SIZES})
     labels = {j.label for j in jobs}
     assert EXACT <= labels and "ep" in labels
-    assert all(get_method(m).exact for m in EXACT)
+    assert all(get_method(m).tags.exact for m in EXACT)
     # every method runs the shared budget 1000, so the report compares errors there
     for m in labels:
         assert 1000 in {j.budget for j in jobs if j.label == m}, m

@@ -48,7 +48,7 @@ def test_quick_sweep_exercises_every_method_on_exact_problems():
     not_planned = sum(len(m.budgets) * sweep.replicates_of(m) for p in sweep.problems
                       for m in sweep.methods if incompatible(p, m))
     assert len(jobs) + not_planned == sweep.n_jobs
-    assert all(j.problem != "onefactor:n=100" or get_method(j.method).handles_orthant
+    assert all(j.problem != "onefactor:n=100" or get_method(j.method).tags.handles_orthant
                for j in jobs)
 
 
