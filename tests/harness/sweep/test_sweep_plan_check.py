@@ -4,6 +4,7 @@ and deterministic methods planned once per budget."""
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -199,8 +200,9 @@ def test_deterministic_methods_run_once_per_budget(monkeypatch):
     # replicate 0 keeps its job id: stores made with every replicate still match
     ep = next(j for j in jobs if j.method == "ep")
     assert ep.job_id == key_digest(job_key(ep.problem, "ep", ep.settings, ep.budget, 0, 5))
-    monkeypatch.setattr(get_method("ep"), "stochastic", True)
-    monkeypatch.setattr(get_method("laplace"), "stochastic", True)
+    for name in ("ep", "laplace"):
+        cls = get_method(name)
+        monkeypatch.setattr(cls, "tags", dataclasses.replace(cls.tags, stochastic=True))
     every = parse_sweep(textwrap.dedent(text), "det.toml")
     assert every.n_jobs == len(plan(every)) == 18
     assert {j.job_id for j in jobs} < {j.job_id for j in plan(every)}
