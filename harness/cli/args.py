@@ -22,3 +22,18 @@ def max_local_workers() -> int:
     """Worker processes a local cluster may have: 4 per core (more only share the cores and
     divide the memory further; use --scheduler for a larger cluster)."""
     return 4 * (os.cpu_count() or 1)
+
+
+def add_cluster_options(p: argparse.ArgumentParser, workers_help: str,
+                        scheduler_help: str) -> None:
+    """--workers N (a local Dask cluster) and --scheduler ADDRESS (an existing one)."""
+    p.add_argument("--workers", help=workers_help)
+    p.add_argument("--scheduler", metavar="ADDRESS", help=scheduler_help)
+
+
+def workers_option(args: argparse.Namespace, maximum: int | None = None) -> int | None:
+    """--workers as an integer >= 1 (at most `maximum`), or None when it is not given."""
+    from harness.model.settings import parse_int
+
+    return None if args.workers is None else parse_int("--workers", args.workers, minimum=1,
+                                                        maximum=maximum)

@@ -17,6 +17,7 @@ import math
 import sys
 from pathlib import Path
 
+from harness.cli.args import add_cluster_options, workers_option
 from harness.core.errors import InputError
 from harness.model.settings import parse_int
 
@@ -55,11 +56,9 @@ def setup(p):
                    help="second unbiased method for the agreement check (default: sir for "
                         "minimax-tilting, else minimax-tilting; 'none' skips the check)")
     p.add_argument("--seed", default="0", help="seed of the parts' random streams")
-    p.add_argument("--workers", default=None, help="run the parts on a local Dask cluster of "
-                   "this many worker processes")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the parts on an existing Dask cluster (tcp://HOST:PORT or a "
-                        "scheduler file)")
+    add_cluster_options(
+        p, "run the parts on a local Dask cluster of this many worker processes",
+        "run the parts on an existing Dask cluster (tcp://HOST:PORT or a scheduler file)")
     p.add_argument("--json", action="store_true", help="print the record(s) as JSON")
     p.add_argument("--store", default=None, help="results store to add the reference(s) to")
     p.add_argument("--out", default=None,
@@ -136,7 +135,7 @@ def _compute(args) -> list[dict]:
                     else parse_int("--round-budget", args.round_budget, minimum=1))
     parts = parse_int("--parts-per-round", args.parts_per_round, minimum=1)
     seed = parse_int("--seed", args.seed, minimum=0)
-    workers = None if args.workers is None else parse_int("--workers", args.workers, minimum=1)
+    workers = workers_option(args)
     for name, value in (("--target-se", args.target_se),
                         ("--target-test-se", args.target_test_se),
                         ("--max-cpu", args.max_cpu)):

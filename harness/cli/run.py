@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from harness.cli.args import add_cluster_options, workers_option
 from harness.model.settings import parse_int
 
 
@@ -25,11 +26,11 @@ def setup(p):
     p.add_argument("--raise", dest="raise_errors", action="store_true",
                    help="re-raise an exception of the method with its full traceback "
                         "(default: status error, the reason naming the file and line)")
-    p.add_argument("--workers", help="split the estimate into parts and run them on a local "
-                   "Dask cluster of this many worker processes (one thread each)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="split the estimate into parts and run them on an existing Dask "
-                   "cluster: tcp://HOST:PORT or a scheduler file")
+    add_cluster_options(
+        p, "split the estimate into parts and run them on a local Dask cluster of this many "
+        "worker processes (one thread each)",
+        "split the estimate into parts and run them on an existing Dask cluster: "
+        "tcp://HOST:PORT or a scheduler file")
     p.add_argument("--parts", help="split the estimate into this many independent parts, or "
                    "auto (from the method, budget and N; never from the workers); default auto "
                    "with --workers/--scheduler; without them the parts run in this process")
@@ -51,7 +52,7 @@ def run(args) -> int:
     if split:
         from harness.execution.cluster import check_options
 
-        workers = None if args.workers is None else parse_int("--workers", args.workers, 1)
+        workers = workers_option(args)
         check_options(args.scheduler, workers, None)
         parts = "auto" if args.parts in (None, "auto") else parse_int("--parts", args.parts, 1)
     limit, where = memory_limit(args.memory_limit, "--memory-limit")

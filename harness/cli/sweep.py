@@ -5,8 +5,8 @@ from __future__ import annotations
 from contextlib import ExitStack
 from pathlib import Path
 
-from harness.cli.args import max_local_workers
-from harness.model.settings import parse_int, parse_seconds
+from harness.cli.args import add_cluster_options, max_local_workers, workers_option
+from harness.model.settings import parse_seconds
 
 DEFAULT_SWEEP = "sweeps/quick.toml"
 
@@ -36,11 +36,10 @@ def setup(p):
     p.add_argument("--store", help="results store (SQLite), relative to the working directory; "
                    "default: the file's [output] store (relative to the sweep file), else "
                    "results/<sweep name>.sqlite")
-    p.add_argument("--workers", help="worker processes of the local cluster (one thread each); "
-                   "default: one per core")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="use an existing cluster: tcp://HOST:PORT, tls://HOST:PORT or the "
-                   "scheduler file of `dask scheduler --scheduler-file`")
+    add_cluster_options(
+        p, "worker processes of the local cluster (one thread each); default: one per core",
+        "use an existing cluster: tcp://HOST:PORT, tls://HOST:PORT or the scheduler file of "
+        "`dask scheduler --scheduler-file`")
     p.add_argument("--tls-ca-file", help="CA certificate for a tls:// scheduler "
                    "(default: Dask's config distributed.comm.tls.ca-file)")
     p.add_argument("--tls-cert", help="client certificate for TLS")
@@ -65,8 +64,7 @@ def run(args) -> int:
     from harness.sweep.driver import EXIT_INTERRUPTED, run_sweep
     from harness.sweep.spec import load_sweep
 
-    workers = None if args.workers is None else parse_int(
-        "--workers", args.workers, minimum=1, maximum=max_local_workers())
+    workers = workers_option(args, maximum=max_local_workers())
     timeout = None if args.no_workers_timeout is None else \
         parse_seconds("--no-workers-timeout", args.no_workers_timeout)
     sweep = load_sweep(default_sweep_file(args.sweep_file))
