@@ -11,8 +11,18 @@ from harness.analysis.aggregate import OK, UNRELIABLE, ReportData, load
 from harness.analysis.results import job_rows, write_csv
 from harness.model.problem import describe_kernel
 from harness.model.result import ANSWERED
+from harness.report import (
+    calibration,
+    calibration_section,
+    html,
+    pdf,
+    reproduction,
+    scaling_section,
+    tables,
+    tuning,
+    tuning_section,
+)
 from harness.report import figures as figs
-from harness.report import html, pdf, reproduction, scaling_section, tables, tuning, tuning_section
 from harness.report.palette import palette_for
 from harness.report.style import fmt
 
@@ -155,6 +165,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         "scale": [],                                           # scaling_section.context fills it
         "tuning": [], "n_tune_jobs": len(data.tune_records),   # tuning_section.context fills these
         "tune_failures": tuning.failures_table(data),
+        "calibration": None,                                   # calibration_section.context
     }
 
 
@@ -174,7 +185,8 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
                  csv: bool = True) -> dict[str, Path]:
     """Read a results store and write report.html (self-contained), report.pdf and CSVs.
 
-    Returns the paths written: "html", "pdf", and "cells_csv" / "jobs_csv".
+    Returns the paths written: "html", "pdf", and "cells_csv" / "jobs_csv" (and
+    "calibration_csv" / "tuning_csv" when the store has jobs for them).
     """
     data = load(store_path)
     out = Path(out_dir)
@@ -188,11 +200,14 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
         specs += [f for s in scale_sections for f in s.figures]
         tune_sections = tuning_section.sections(data, data.palette)
         specs += [f for s in tune_sections for f in s.figures]
+        calibration_sec = calibration_section.section(data, data.palette)
+        specs += calibration_sec.figures if calibration_sec is not None else []
         try:
             svgs = {f.key: f.to_bytes("svg") for f in specs}
             context = context_for(data, specs, svgs)
             context["scale"] = scaling_section.context(scale_sections, svgs)
             context["tuning"] = tuning_section.context(tune_sections, svgs)
+            context["calibration"] = calibration_section.context(calibration_sec, svgs)
             written: dict[str, Path] = {}
             written["html"] = out / HTML_NAME
             written["html"].write_text(html.render(context), encoding="utf-8")
@@ -205,6 +220,10 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
         data.cells.to_csv(written["cells_csv"], index=False)
         written["jobs_csv"] = out / "jobs.csv"
         write_csv(written["jobs_csv"], *job_rows(data))   # the columns of `export`
+        if calibration_sec is not None:
+            written["calibration_csv"] = out / "calibration.csv"
+            write_csv(written["calibration_csv"],
+                      *calibration.csv_rows(calibration_sec.calibration))
         if tuning.write_csv(data, out / "tuning.csv"):
             written["tuning_csv"] = out / "tuning.csv"
     return written

@@ -216,6 +216,37 @@ def _sections(flow: Flow, sections: list[dict], title: str) -> None:
         _section(flow, s, 13)
 
 
+def _calibration(flow: Flow, cal: dict | None) -> None:
+    """The calibration section: heading, text and table, and its figure. After a page that is
+    less than half full the text comes first (the figure's page would leave that page short);
+    otherwise the figure comes first and the text starts the page the rest of the report
+    continues."""
+    if not cal:
+        return
+
+    def text() -> None:
+        flow.heading("Calibration of the standard errors", size=15)
+        flow.text("Status ok promises that the error bars cover the error. Every method's "
+                  "z = (estimate − truth) / SE, over its jobs on problems with exact truth or a "
+                  "reference, is compared with the standard normal: which methods' error bars "
+                  "can be believed.", size=9)
+        if cal["flagged"]:
+            flow.text("Standard errors too small for " + ", ".join(cal["flagged"]) + ": their "
+                      "ok runs miss the truth by more than 3 SEs too often.", size=9.5,
+                      weight="bold", color=BAD)
+        flow.table(cal["table"])
+
+    if flow.fig is not None and flow.y < PAGE[1] / 2:
+        flow.y += 0.3
+        text()
+        for spec in cal["figure_specs"]:
+            flow.figure(spec)
+    else:
+        for spec in cal["figure_specs"]:
+            flow.figure(spec)
+        text()
+
+
 def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path:
     """Title and summary, the best-method table, per problem its facts, tables and figures,
     then the cross-problem figures and tables, failed jobs, environment and sweep file."""
@@ -266,6 +297,7 @@ def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path
                 flow.table(t)
             for spec in context["cross_figure_specs"]:
                 flow.figure(spec)
+        _calibration(flow, context.get("calibration"))
         flow.section_break()
         if context.get("n_unreliable"):
             flow.heading("Unreliable estimates", size=15)

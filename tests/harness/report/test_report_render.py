@@ -80,10 +80,10 @@ def test_html_is_self_contained(report):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html, re.I)
     assert "<link" not in html.lower() and "@import" not in html and "url(" not in html
     figures = re.findall(r'<img src="data:image/svg\+xml;base64,', html)
-    assert len(figures) == 3                                  # time-error, error-budget, cost
+    assert len(figures) == 4              # time-error, error-budget, cost, calibration of the SEs
     for needle in ("Failed jobs", "CPU time limit 1 s exceeded", "Environment",
                    "Which method gives the most accuracy per CPU second?",
-                   "Error against CPU time"):
+                   "Error against CPU time", "Calibration of the standard errors"):
         assert needle in html
 
 
@@ -147,7 +147,7 @@ def test_html_renders_in_headless_chromium(report, tmp_path):
         assert near > 1500, (method, near)
 
     dom = _run_chromium(exe, tmp_path / "profile2", "--dump-dom", url).stdout
-    assert dom.count('src="data:image/svg+xml;base64,') == 3
+    assert dom.count('src="data:image/svg+xml;base64,') == 4
     assert "Failed jobs" in dom
 
 
