@@ -9,21 +9,82 @@ optionally with true_log_marginal_likelihood [, true_test_probabilities] as a re
 .csv with a header: feature columns, a label column (default 'y', values ±1) and optionally a
 'split' column with 'train' / 'test' (rows without a split column are all training points).
 Kernel options come from the problem spec: `data.csv:kernel=rbf,alpha=2,beta=1,label=class`.
+
+The features of a GPC problem (.npz of the GPC form and .csv) are standardised by default, as
+the realdata presets are: centred and scaled by the training split's mean and sd (ddof 0), the
+same transformation applied to the test points. A feature constant on the training split is
+only centred (its sd would be 0), with a one-line FeatureWarning naming it. `standardize=false`
+in the spec (or a `standardize` entry False in the .npz; the spec wins) keeps the features as
+given, which is how these files were read before. The problem's name and description say which:
+a standardised problem is named `PATH (standardised)` and its canonical spec carries
+`standardize=true`, so its jobs never share keys, names or report cells with results stored
+before the default changed (those belong to the unstandardised problem, named `PATH`).
+After the build, a kernel matrix that is numerically the identity or rank one is reported
+with a one-line DegenerateKernelWarning (harness.core.conditioning.kernel_degeneracy; e.g. raw
+features on scales of 100-1000 under an RBF kernel with alpha = 1: K = I, log Z = N log 1/2).
+Orthant problems (.npz with `cov`) are read as before.
 """
 
 from __future__ import annotations
 
 import csv
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from harness.core.conditioning import warn_if_degenerate_kernel
 from harness.core.errors import InputError
 from harness.core.kernels import make_kernel
+from harness.datasets.split import standardise
 from harness.model.problem import Problem, Truth, describe_kernel
 
-FILE_OPTIONS = {"kernel", "alpha", "beta", "label", "order", "seed"}
+FILE_OPTIONS = {"kernel", "alpha", "beta", "label", "order", "seed", "standardize"}
+STANDARDISED = " (standardised)"   # the suffix of a standardised file problem's name
+
+
+class FeatureWarning(UserWarning):
+    """A feature of a user file cannot be scaled (one line in the CLI)."""
+
+    one_line = True
+
+
+def _flag(field: str, value: Any) -> bool:
+    """A true/false option: a bool, 0/1, or the text true/false (any case)."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise InputError(field, f"must be true or false, got an array of shape {value.shape}")
+        value = value.item()
+    if isinstance(value, bool | np.bool_) or (isinstance(value, int | np.integer)
+                                               and value in (0, 1)):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InputError(field, f"must be true or false, got {value!r}",
+                     "write standardize=true or standardize=false")
+
+
+def _standardised(names: list[str] | None, X_train, X_test, where: str):
+    """(X_train, X_test) standardised on the training split (module doc); arrays Problem
+    .classification would refuse are returned as they are, for it to say why."""
+    try:
+        A, B = np.asarray(X_train, dtype=float), np.asarray(X_test, dtype=float)
+    except (TypeError, ValueError):
+        return X_train, X_test
+    A = A[:, None] if A.ndim == 1 else A
+    B = B[:, None] if B.ndim == 1 else B
+    if (A.ndim != 2 or B.ndim != 2 or not len(A) or A.shape[1] != B.shape[1]
+            or not np.all(np.isfinite(A))):
+        return X_train, X_test
+    constant = np.flatnonzero(A.std(axis=0) == 0)
+    if len(constant):
+        shown = [repr(names[i]) if names else f"column {i}" for i in constant[:5]]
+        warnings.warn(f"{where}: feature{'s' * (len(constant) > 1)} {', '.join(shown)}"
+                      f"{' …' if len(constant) > 5 else ''} constant on the training split: "
+                      "centred, not scaled (it adds nothing to the kernel's distances)",
+                      FeatureWarning, stacklevel=4)
+    return standardise(A, B)
 
 
 def _kernel_from(field: str, name: str, alpha, beta):
@@ -41,11 +102,30 @@ def _kernel_from(field: str, name: str, alpha, beta):
     return make_kernel(name, alpha=alpha, beta=beta)
 
 
-def _description(path: Path, n_features: int, kernel) -> str:
-    """'GPC problem from d.csv (2 features, kernel rbf (alpha=2, beta=1))': the kernel actually
-    used, defaults included, so a store and `run` show it."""
+def _description(path: Path, n_features: int, kernel, standardize: bool) -> str:
+    """'GPC problem from d.csv (2 features, kernel rbf (alpha=2, beta=1), features standardised
+    on the training split)': the kernel actually used, defaults included, and whether the
+    features were standardised, so a store and `run` show it."""
+    how = ("features standardised on the training split" if standardize
+           else "features as given (standardize=false)")
     return (f"GPC problem from {path.name} ({n_features} feature{'s' * (n_features != 1)}, "
-            f"kernel {describe_kernel({'name': kernel.name, **kernel.params()})})")
+            f"kernel {describe_kernel({'name': kernel.name, **kernel.params()})}, {how})")
+
+
+def _gpc(path: Path, options: dict[str, Any], X_train, y_train, X_test, kernel, *,
+         standardize: bool, names: list[str] | None = None, **rest) -> Problem:
+    """The GPC problem of a file, standardised or not (module doc), checked for a degenerate
+    kernel matrix."""
+    if standardize:
+        X_train, X_test = _standardised(names, X_train, X_test, str(path))
+    n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
+    problem = Problem.classification(
+        str(path) + (STANDARDISED if standardize else ""), X_train, y_train, X_test, kernel,
+        order=options.get("order", "interleave"), seed=_seed_from(path, options),
+        family="file", params={"path": str(path), **options, "standardize": standardize},
+        description=_description(path, n_features, kernel, standardize), **rest)
+    warn_if_degenerate_kernel(problem.name, problem.kernel, problem.X_train, stacklevel=4)
+    return problem
 
 
 def _seed_from(path: Path, options: dict[str, Any]) -> int:
@@ -108,18 +188,19 @@ def load_npz(path: Path, options: dict[str, Any]) -> Problem:
     X_test = np.asarray(data["X_test"])
     truth = _reference_truth(path, data, len(X_test) if X_test.ndim else 1)
     kernel = _kernel_from(str(path), kernel_name, alpha, beta)
-    X_train = np.asarray(data["X_train"])
-    return Problem.classification(
-        str(path), X_train, data["y_train"], X_test, kernel,
-        y_test=data["y_test"] if "y_test" in keys else None,
-        order=options.get("order", "interleave"), seed=_seed_from(path, options),
-        truth=truth, family="file", params={"path": str(path), **options},
-        description=_description(path, X_train.shape[1] if X_train.ndim == 2 else 1, kernel),
-    )
+    if "standardize" in options:
+        standardize = _flag(f"{path}: option 'standardize'", options["standardize"])
+    else:
+        standardize = (_flag(f"{path}: standardize", data["standardize"])
+                       if "standardize" in keys else True)
+    return _gpc(path, options, data["X_train"], data["y_train"], X_test, kernel,
+                standardize=standardize, y_test=data["y_test"] if "y_test" in keys else None,
+                truth=truth)
 
 
 def load_csv(path: Path, options: dict[str, Any]) -> Problem:
     label = options.get("label", "y")
+    standardize = _flag(f"{path}: option 'standardize'", options.get("standardize", True))
     try:
         with open(path, newline="") as fh:
             rows = list(csv.DictReader(fh))
@@ -148,13 +229,8 @@ def load_csv(path: Path, options: dict[str, Any]) -> Problem:
     train, test = split == "train", split == "test"
     kernel = _kernel_from(str(path), options.get("kernel", "rbf"), options.get("alpha", 1.0),
                           options.get("beta", 1.0))
-    return Problem.classification(
-        str(path), X[train], y[train], X[test], kernel,
-        y_test=y[test] if test.any() else None,
-        order=options.get("order", "interleave"), seed=_seed_from(path, options),
-        family="file", params={"path": str(path), **options},
-        description=_description(path, len(features), kernel),
-    )
+    return _gpc(path, options, X[train], y[train], X[test], kernel, standardize=standardize,
+                names=features, y_test=y[test] if test.any() else None)
 
 
 def load_problem_file(path: str, options: dict[str, Any]) -> Problem:

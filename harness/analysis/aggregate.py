@@ -9,8 +9,9 @@ Errors (docs/math.md §10):
 
   abs_log_error, mape_percent, mae     against the problem's truth (exact or a reference)
   mae_post                             against the generating model's Bayes posterior
-  mae_med, med_abs_log_error,          against the consensus: the per-point median of the exact
-  med_mape_percent                     methods' runs at each one's largest budget
+  mae_med, med_abs_log_error,          against the consensus: the per-point median over the
+  med_mape_percent                     methods whose answer is exact and whose Ẑ is unbiased, each
+                                       method once (compute_consensus, docs/math.md §3d)
 
 A reference truth carries a standard error; errors of log Z below REFERENCE_FACTOR times it
 cannot be told apart from zero and are shown as "at reference precision".
@@ -19,6 +20,7 @@ cannot be told apart from zero and are shown as "at reference precision".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,7 +68,11 @@ VALUE_COLUMNS = COST_COLUMNS + tuple(METRICS)
 
 @dataclass
 class Consensus:
-    """The per-point median of the exact methods' runs at each method's largest budget."""
+    """The per-point median over the eligible methods, each counted once (compute_consensus).
+
+    `methods`: the registered names of the methods it comes from; `members`: the runs used,
+    (method label, budget, runs) per setting variant; `excluded`: (method label, why) for the
+    methods with successful runs on the problem that were left out."""
 
     problem: str
     log_z: float | None = None
@@ -77,7 +83,9 @@ class Consensus:
     probabilities_iqr: np.ndarray | None = None
     probabilities_se: np.ndarray | None = None
     probability_runs: int = 0
-    members: list[tuple[str, int, int]] = field(default_factory=list)  # (method, budget, runs)
+    members: list[tuple[str, int, int]] = field(default_factory=list)  # (label, budget, runs)
+    methods: list[str] = field(default_factory=list)          # method names, each once
+    excluded: list[tuple[str, str]] = field(default_factory=list)    # (label, why not)
 
     @property
     def mean_probability_iqr(self) -> float:
@@ -249,7 +257,8 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
             jobs.iat[i, jobs.columns.get_loc("mae_post")] = metrics.mae(probs, post)
 
     # ---- against the consensus ----
-    consensus = {name: compute_consensus(name, jobs[jobs["problem"] == name])
+    why_not = consensus_exclusions(records)
+    consensus = {name: compute_consensus(name, jobs[jobs["problem"] == name], why_not)
                  for name in problems}
     for i in np.flatnonzero(answered.to_numpy()):
         row = jobs.iloc[i]
@@ -270,45 +279,116 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
                       unreliable=unreliable(jobs))
 
 
-def compute_consensus(problem: str, jobs: pd.DataFrame) -> Consensus:
-    """Median of the exact methods' successful runs, each method at its largest budget.
+UNREGISTERED = "not a registered method here, so it is not known to give an unbiased Ẑ"
 
-    log Z and the test probabilities are treated separately (a method may estimate only one
-    of them); each run counts once, so a method with more replicates has more weight.
+
+def consensus_exclusion(method_name: str, settings: Mapping[str, Any] | None,
+                        exact_method: bool = True) -> str | None:
+    """Why runs of this method instance stay out of the consensus, or None when they enter it.
+
+    Only an exact method (Tags.exact, as stored in the record's `exact_method` and as its class
+    says now) whose Ẑ is unbiased (Method.unbiased_z with the stored settings; Tags.unbiased_z
+    defaults to False) enters: a plugin has to declare both to count (docs/math.md §3d). Records
+    do not carry unbiasedness, so it is asked of the registered class at analysis time; a
+    method that is not registered in this process (removed, or a method file not loaded) stays
+    out, and says so.
+    """
+    from harness.plugins.registry import get_method
+
+    if not exact_method:
+        return "an approximation (Tags.exact is False)"
+    try:
+        cls = get_method(method_name)
+    except InputError:
+        return UNREGISTERED
+    if not cls.tags.exact:
+        return "an approximation (Tags.exact is False)"
+    try:
+        method = cls.from_settings(dict(settings or {}))
+    except (InputError, TypeError, ValueError):
+        return "its stored settings no longer make an instance, so its Ẑ cannot be checked"
+    if not method.unbiased_z():
+        return "exact, but its Ẑ is not declared unbiased (Tags.unbiased_z / Method.unbiased_z)"
+    return None
+
+
+def consensus_exclusions(records: list[dict]) -> dict[str, str | None]:
+    """{method label: consensus_exclusion of its instance} for the labels of `records`."""
+    out: dict[str, str | None] = {}
+    for r in records:
+        label = r["method"]
+        if label not in out:
+            out[label] = consensus_exclusion(r.get("method_name", label), r.get("settings"),
+                                             bool(r.get("exact_method", True)))
+    return out
+
+
+def compute_consensus(problem: str, jobs: pd.DataFrame,
+                      why_not: Mapping[str, str | None]) -> Consensus:
+    """The consensus of one problem's jobs (docs/math.md §3d, §10).
+
+    Runs enter when their status is ok and their method instance is eligible: `why_not` maps a
+    method label to None (eligible) or the reason it is not (consensus_exclusions); a label
+    missing from it is left out. Each setting variant (label) contributes its runs at its
+    largest budget; the runs of all variants of one method (method_name) are pooled into that
+    method's per-point median, so every method counts once however many variants or replicates
+    it ran; the consensus is the per-point median of those method medians. Its spread (IQR) and
+    standard error are over the method medians, or, with a single method, over its runs.
+    log Z and the test probabilities are treated separately (a method may give only one).
     """
     c = Consensus(problem)
-    ok = jobs[(jobs["status"] == OK) & jobs["exact_method"]]
-    n_test = None
+    ok = jobs[jobs["status"] == OK]
+    eligible = np.array([why_not.get(m, "no eligibility known") is None for m in ok["method"]],
+                        dtype=bool)
+    c.excluded = sorted({(m, why_not.get(m) or "no eligibility known")
+                         for m in ok["method"][~eligible]})
+    ok = ok[eligible]
 
     def best(frame, has):
+        """[(method name, [(label, budget, runs frame), ...]), ...] of the runs that have it."""
         picked = []
-        for method, grp in frame.groupby("method", sort=True):
-            grp = grp[grp.apply(has, axis=1)]
-            if len(grp):
-                top = grp["budget"].max()
-                picked.append((method, int(top), grp[grp["budget"] == top]))
+        for name, by_name in frame.groupby("method_name", sort=True):
+            variants = []
+            for label, grp in by_name.groupby("method", sort=True):
+                grp = grp[grp.apply(has, axis=1)]
+                if len(grp):
+                    top = grp["budget"].max()
+                    variants.append((label, int(top), grp[grp["budget"] == top]))
+            if variants:
+                picked.append((name, variants))
         return picked
+
+    def combine(picked, column):
+        """(median, iqr, se, runs) over the methods, each once (its pooled runs' median)."""
+        per_method = [np.vstack([np.vstack([np.atleast_1d(np.asarray(v, float))
+                                            for v in g[column]]) for _, _, g in variants])
+                      for _, variants in picked]
+        medians = np.vstack([np.median(runs, axis=0) for runs in per_method])
+        rows = medians if len(per_method) > 1 else per_method[0]
+        med, iqr, se = metrics.median_consensus(rows)
+        if len(per_method) > 1:
+            med = np.median(medians, axis=0)
+        return med, iqr, se, sum(len(runs) for runs in per_method)
 
     lz_sets = best(ok, lambda r: not math.isnan(r["log_z"]))
     if lz_sets:
-        values = np.concatenate([g["log_z"].to_numpy(float) for _, _, g in lz_sets])
-        med, iqr, se = metrics.median_consensus(values[:, None])
+        med, iqr, se, runs = combine(lz_sets, "log_z")
         c.log_z, c.log_z_iqr, c.log_z_se = float(med[0]), float(iqr[0]), float(se[0])
-        c.log_z_runs = len(values)
+        c.log_z_runs = runs
     sizes = [len(p) for p in ok["probabilities"] if p is not None and len(p)]
+    p_sets = []
     if sizes:
         n_test = max(set(sizes), key=sizes.count)
         p_sets = best(ok, lambda r: r["probabilities"] is not None
                       and len(r["probabilities"]) == n_test)
-        stack = np.vstack([np.vstack(g["probabilities"].to_list()) for _, _, g in p_sets])
-        c.probabilities, c.probabilities_iqr, c.probabilities_se = metrics.median_consensus(stack)
-        c.probability_runs = stack.shape[0]
-    else:
-        p_sets = []
+        (c.probabilities, c.probabilities_iqr, c.probabilities_se,
+         c.probability_runs) = combine(p_sets, "probabilities")
     members: dict[tuple[str, int], int] = {}
-    for method, budget, g in lz_sets + p_sets:
-        members[(method, budget)] = max(members.get((method, budget), 0), len(g))
+    for _, variants in lz_sets + p_sets:
+        for label, budget, g in variants:
+            members[(label, budget)] = max(members.get((label, budget), 0), len(g))
     c.members = [(m, b, n) for (m, b), n in sorted(members.items())]
+    c.methods = sorted({name for name, _ in lz_sets + p_sets})
     return c
 
 

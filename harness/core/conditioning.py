@@ -91,3 +91,61 @@ def warn_if_ill_conditioned(name: str, cov: np.ndarray | Covariance,
             "inputs or regularise the matrix",
             IllConditionedWarning, stacklevel=stacklevel)
     return cond
+
+
+# ---- a kernel matrix that carries no information (user files: harness.datasets.files) ---------
+DEGENERATE_TOL = 1e-6
+DEGENERATE_SAMPLE = 2000
+
+
+class DegenerateKernelWarning(UserWarning):
+    """A problem's kernel matrix is numerically the identity or numerically rank one (one line
+    in the CLI)."""
+
+    one_line = True
+
+
+def kernel_degeneracy(kernel, X: np.ndarray, rng_seed: int = 0) -> str | None:
+    """'identity' when every off-diagonal |K_ij| is below DEGENERATE_TOL times the largest
+    diagonal entry (the points are too far apart for the kernel: Z = 2^-N whatever the labels),
+    'rank one' when every entry is within DEGENERATE_TOL (relative) of the diagonal (the points
+    are indistinguishable to it), else None. Computed on at most DEGENERATE_SAMPLE points (a
+    seeded sample), so never more than a 2000 x 2000 block."""
+    X = np.asarray(X, float)
+    n = len(X)
+    if n < 2:
+        return None
+    if n > DEGENERATE_SAMPLE:
+        X = X[np.sort(np.random.default_rng(rng_seed).choice(n, DEGENERATE_SAMPLE,
+                                                             replace=False))]
+    K = np.asarray(kernel(X, X), float)
+    diag = np.diag(K).copy()
+    scale = float(np.max(np.abs(diag)))
+    if not np.isfinite(scale) or scale <= 0:
+        return None
+    off = K[~np.eye(len(K), dtype=bool)]
+    if float(np.max(np.abs(off))) < DEGENERATE_TOL * scale:
+        return "identity"
+    spread = np.maximum(np.abs(K - diag[:, None]), np.abs(K - diag[None, :]))
+    if float(np.max(spread)) <= DEGENERATE_TOL * scale:
+        return "rank one"
+    return None
+
+
+def warn_if_degenerate_kernel(name: str, kernel, X: np.ndarray, stacklevel: int = 3
+                              ) -> str | None:
+    """Warn (DegenerateKernelWarning) when kernel_degeneracy finds K numerically the identity
+    or rank one; returns what it found."""
+    found = kernel_degeneracy(kernel, X)
+    if found == "identity":
+        warnings.warn(f"problem {name}: the kernel matrix is numerically the identity (every "
+                      f"off-diagonal entry below {DEGENERATE_TOL:g} of the diagonal): the points "
+                      "are too far apart for the kernel's length scale, so log Z = N log 1/2 "
+                      "whatever the labels; standardise the features or enlarge alpha",
+                      DegenerateKernelWarning, stacklevel=stacklevel)
+    elif found == "rank one":
+        warnings.warn(f"problem {name}: the kernel matrix is numerically rank one (every entry "
+                      f"within {DEGENERATE_TOL:g} of the diagonal): the kernel cannot tell the "
+                      "points apart; standardise the features or shrink alpha",
+                      DegenerateKernelWarning, stacklevel=stacklevel)
+    return found

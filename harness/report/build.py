@@ -60,7 +60,7 @@ def _facts(data: ReportData, problem: str) -> list[tuple[str, str]]:
                         "precision)"))
     else:
         out.append(("truth", "none: errors are measured against the consensus of the exact "
-                             "methods"))
+                             "methods with an unbiased Ẑ"))
     if s.get("bayes_posterior") is not None:
         out.append(("Bayes posterior", "known (generating model): MAE-POST is reported"))
     c = data.consensus.get(problem)
@@ -72,9 +72,11 @@ def _facts(data: ReportData, problem: str) -> list[tuple[str, str]]:
         if c.probabilities is not None:
             parts.append(f"test probabilities: mean IQR {fmt(c.mean_probability_iqr, 2)}, "
                          f"mean SE {fmt(c.mean_probability_se, 2)} ({c.probability_runs} runs)")
-        methods = sorted({m for m, _, _ in c.members})
-        parts.append("from " + ", ".join(methods))
+        parts.append("from " + ", ".join(c.methods) + " (each method once)")
         out.append(("consensus", "; ".join(parts)))
+    if c is not None and c.excluded and not s.get("truth_kind"):
+        out.append(("left out of the consensus",
+                    "; ".join(f"{m}: {why}" for m, why in c.excluded)))
     n_ok = int((jobs["status"] == OK).sum())
     out.append(("jobs", f"{len(jobs)} ({n_ok} ok, {len(jobs) - n_ok} not ok)"))
     return out
@@ -93,7 +95,8 @@ def _notes(data: ReportData) -> list[str]:
     if no_truth:
         notes.append(f"{len(no_truth)} problem(s) without exact truth ({', '.join(no_truth[:6])}"
                      f"{', …' if len(no_truth) > 6 else ''}) are compared with the consensus "
-                     "(per-point median of the exact methods at their largest budgets).")
+                     "(per-point median over the exact methods whose Ẑ is unbiased, each "
+                     "method once, at their largest budgets).")
     ref = [p for p, s in data.problems.items() if s.get("truth_kind") == "reference"]
     if ref:
         notes.append(f"{len(ref)} problem(s) have a reference truth with a standard error "
@@ -104,7 +107,7 @@ def _notes(data: ReportData) -> list[str]:
         notes.append("Approximations (not exact methods): " + ", ".join(approx)
                      + ". They are excluded from the consensus and drawn dashed.")
     single = [p for p, c in data.consensus.items()
-              if c.members and len({m for m, _, _ in c.members}) == 1
+              if len(c.methods) == 1
               and not data.problems[p].get("truth_kind")]
     if single:
         notes.append("On " + ", ".join(single[:6]) + " the consensus comes from a single exact "

@@ -251,8 +251,9 @@ def cpu_budget(data: ReportData, problem: str,
 def _against(cols) -> str:
     kinds = {METRICS[c].against for c in cols}
     if kinds == {"consensus"}:
-        return ("This problem has no exact truth: errors are against the consensus (median of "
-                "the exact methods at their largest budgets).")
+        return ("This problem has no exact truth: errors are against the consensus (median "
+                "over the exact methods with an unbiased Ẑ, each once, at their largest "
+                "budgets).")
     return ""
 
 

@@ -175,9 +175,24 @@ def build_problems(w: Where, specs: list[tuple[str, str]]) -> tuple[ProblemEntry
                           f"problem at {seen_name[problem.name]}",
                           "give each problem of a sweep a distinct name")
         seen_name[problem.name] = where
-        entries.append(ProblemEntry(spec, problem.name, where, problem.n_train, problem.n_test,
-                                    problem.summary()))
+        entries.append(ProblemEntry(keyed_spec(spec, problem), problem.name, where,
+                                    problem.n_train, problem.n_test, problem.summary()))
     return tuple(entries)
+
+
+def keyed_spec(spec: str, problem) -> str:
+    """The spec a job key holds: a user file standardised by default (harness.datasets.files)
+    says so, `standardize=true`, so that its jobs never share ids with those stored before the
+    default changed (which were of the unstandardised problem); every other spec unchanged."""
+    from harness.plugins.specs import split_spec
+
+    if problem.family != "file" or problem.params.get("standardize") is not True:
+        return spec
+    head, options = split_spec(spec)
+    if "standardize" in options:
+        return spec
+    options["standardize"] = "true"
+    return f"{head}:" + ",".join(f"{k}={options[k]}" for k in sorted(options))
 
 
 # ---- methods ----------------------------------------------------------------------------------

@@ -3,11 +3,14 @@ harness.plugins.specs.make_problem."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from harness.core.errors import InputError
 from harness.core.kernels import RBF, Linear
+from harness.model.problem import Problem
 from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -74,8 +77,9 @@ def test_npz_rbf(tmp_path):
     X, y, Xs = gpc_data()
     path = tmp_path / "gpc.npz"
     np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="rbf", alpha=2.0, beta=1.5,
-             y_test=np.array([1, -1, 1, 1]))
+             y_test=np.array([1, -1, 1, 1]), standardize=False)   # the features as given
     p = make_problem(str(path))
+    assert p.name == str(path) and p.params["standardize"] is False
     assert p.kernel == RBF(alpha=2.0, beta=1.5)
     assert (p.n_train, p.n_test) == (12, 4)
     np.testing.assert_array_equal(p.X_test, Xs)
@@ -94,7 +98,7 @@ def test_npz_linear(tmp_path):
     X, y, Xs = gpc_data(d=1)
     path = tmp_path / "lin.npz"
     np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="linear", alpha=1.0, beta=2.0)
-    p = make_problem(str(path))
+    p = make_problem(f"{path}:standardize=false")
     assert p.kernel == Linear(2.0)  # beta scales the linear kernel
     np.testing.assert_allclose(p.K, 2.0 * p.X_train @ p.X_train.T, rtol=1e-14)
 
@@ -103,7 +107,7 @@ def test_npz_options_from_the_spec(tmp_path):
     X, y, Xs = gpc_data()
     path = tmp_path / "gpc.npz"
     np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="rbf", alpha=2.0, beta=1.5)
-    p = make_problem(f"{path}:kernel=rbf,alpha=0.5,beta=3,order=as-given")
+    p = make_problem(f"{path}:kernel=rbf,alpha=0.5,beta=3,order=as-given,standardize=false")
     assert p.kernel == RBF(alpha=0.5, beta=3.0)
     np.testing.assert_array_equal(p.X_train, X)
     q = make_problem(f"{path}:kernel=linear")
@@ -156,7 +160,7 @@ def test_csv_with_label_and_split(tmp_path):
     rows = [(0.5, 1.0, 1, "train"), (-1.0, 0.2, -1, "train"), (2.0, -0.3, 1, "test"),
             (0.1, 0.1, -1, "train"), (-0.5, 2.0, -1, "test"), (1.5, 1.5, 1, "train")]
     path = write_csv(tmp_path / "data.csv", ["a", "b", "y", "split"], rows)
-    p = make_problem(f"{path}:kernel=rbf,alpha=2,beta=0.5")
+    p = make_problem(f"{path}:kernel=rbf,alpha=2,beta=0.5,standardize=false")
     assert (p.n_train, p.n_test) == (4, 2)
     assert p.X_train.shape == (4, 2)
     np.testing.assert_array_equal(p.X_test, [[2.0, -0.3], [-0.5, 2.0]])
@@ -184,7 +188,8 @@ def test_csv_kernel_and_its_parameters_are_stored(tmp_path, options, kernel, tex
     path = write_csv(tmp_path / "d.csv", ["x", "y"], [(0.1, 1), (0.2, -1), (0.3, 1)])
     s = make_problem(f"{path}{options}").summary()
     assert s["kernel"] == kernel
-    assert f"(1 feature, {text})" in s["description"]
+    assert f"(1 feature, {text}, features standardised on the training split)" in \
+        s["description"]
 
 
 # ---- errors ----------------------------------------------------------------------------------
@@ -308,3 +313,134 @@ def test_error_messages_are_one_line(tmp_path):
     np.savez(path, X_train=np.ones((3, 1)))
     err = load_error(str(path))
     assert "\n" not in str(err) and str(err).startswith(err.field)
+
+
+# ---- standardisation and the degenerate-kernel warning (module doc of datasets/files.py) -------
+def wine_like(tmp_path, n=40, n_test=5):
+    """Features on scales of 100-1000, as the raw wine data the auditor loaded."""
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.normal(500, 150, n + n_test), rng.normal(100, 30, n + n_test)])
+    y = np.where(X[:, 0] > 500, 1, -1)
+    y[:2] = [1, -1]
+    rows = [(a, b, int(c), "train" if i < n else "test")
+            for i, (a, b, c) in enumerate(zip(X[:, 0], X[:, 1], y, strict=True))]
+    return write_csv(tmp_path / "wine.csv", ["a", "b", "y", "split"], rows), X[:n], X[n:]
+
+
+def test_csv_features_standardised_on_the_training_split(tmp_path):
+    from harness.core.conditioning import DegenerateKernelWarning
+
+    path, Xtr, Xte = wine_like(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateKernelWarning)
+        p = make_problem(str(path))   # RBF, alpha = 1: fine once standardised
+    mean, sd = Xtr.mean(axis=0), Xtr.std(axis=0)
+    np.testing.assert_allclose(np.sort(p.X_train, axis=0), np.sort((Xtr - mean) / sd, axis=0))
+    np.testing.assert_allclose(p.X_test, (Xte - mean) / sd)
+    s = p.summary()
+    assert p.name == f"{path} (standardised)" and s["params"]["standardize"] is True
+    assert "features standardised on the training split" in s["description"]
+
+
+def test_raw_wine_like_features_warn_that_k_is_the_identity(tmp_path):
+    from harness.core.conditioning import DegenerateKernelWarning
+
+    path, Xtr, _ = wine_like(tmp_path)
+    with pytest.warns(DegenerateKernelWarning, match="numerically the identity") as caught:
+        p = make_problem(f"{path}:standardize=false")
+    assert DegenerateKernelWarning.one_line and "\n" not in str(caught[0].message)
+    assert p.name == str(path) and "standardize=false" in p.summary()["description"]
+    np.testing.assert_allclose(p.K, np.eye(p.n_train), atol=1e-6)
+
+
+def test_rank_one_kernel_warns(tmp_path):
+    from harness.core.conditioning import DegenerateKernelWarning, kernel_degeneracy
+
+    X, y, Xs = gpc_data()
+    path = tmp_path / "tiny.npz"
+    np.savez(path, X_train=1e-6 * X, y_train=y, X_test=Xs, standardize=False)
+    with pytest.warns(DegenerateKernelWarning, match="rank one"):
+        make_problem(str(path))
+    assert kernel_degeneracy(RBF(1.0, 1.0), X) is None
+    assert kernel_degeneracy(Linear(1.0), X[:, :1]) is None    # rank one, but not constant
+
+
+def test_degeneracy_check_samples_large_problems(monkeypatch):
+    """At most DEGENERATE_SAMPLE points reach the kernel, however large N is."""
+    from harness.core import conditioning
+
+    seen = []
+
+    def kernel(A, B):
+        seen.append(len(A))
+        return np.eye(len(A))
+
+    X = np.zeros((conditioning.DEGENERATE_SAMPLE * 3, 1))
+    assert conditioning.kernel_degeneracy(kernel, X) == "identity"
+    assert seen == [conditioning.DEGENERATE_SAMPLE]
+
+
+def test_npz_standardize_off_gives_the_old_problem_exactly(tmp_path):
+    """standardize=false (spec or file) builds what the file gave before the default changed;
+    the default differs, and is named apart."""
+    X, y, Xs = gpc_data(n=20, n_test=6)
+    path = tmp_path / "g.npz"
+    np.savez(path, X_train=3 * X + 7, y_train=y, X_test=Xs, kernel="rbf", alpha=2.0, beta=1.5)
+    raw = make_problem(f"{path}:standardize=false")
+    old = Problem.classification(str(path), 3 * X + 7, y, Xs, RBF(2.0, 1.5), family="file")
+    for a in ("X_train", "y_train", "X_test", "R"):
+        np.testing.assert_array_equal(getattr(raw, a), getattr(old, a))
+    assert raw.name == old.name == str(path)
+    std = make_problem(str(path))
+    assert std.name == f"{path} (standardised)" and not np.array_equal(std.R, raw.R)
+    in_file = tmp_path / "h.npz"
+    np.savez(in_file, X_train=3 * X + 7, y_train=y, X_test=Xs, kernel="rbf", alpha=2.0,
+             beta=1.5, standardize=False)
+    np.testing.assert_array_equal(make_problem(str(in_file)).R, raw.R)
+    assert make_problem(f"{in_file}:standardize=true").name.endswith("(standardised)")
+
+
+def test_constant_feature_is_centred_with_a_warning(tmp_path):
+    from harness.datasets.files import FeatureWarning
+
+    rows = [(5.0, 0.1 * i, 1 if i % 2 else -1) for i in range(6)]
+    path = write_csv(tmp_path / "c.csv", ["flat", "x", "y"], rows)
+    with pytest.warns(FeatureWarning, match="'flat'"):
+        p = make_problem(str(path))
+    np.testing.assert_array_equal(p.X_train[:, 0], 0.0)
+    assert FeatureWarning.one_line
+
+
+@pytest.mark.parametrize("value", ["yes", "2", "maybe", ""])
+def test_bad_standardize_option_is_a_one_line_error(tmp_path, value):
+    path, _, _ = wine_like(tmp_path)
+    err = load_error(f"{path}:standardize={value}") if value else load_error(
+        f"{path}:standardize=")
+    assert "standardize" in err.field and "\n" not in str(err)
+
+
+def test_bad_standardize_entry_in_npz(tmp_path):
+    X, y, Xs = gpc_data()
+    path = tmp_path / "b.npz"
+    np.savez(path, X_train=X, y_train=y, X_test=Xs, standardize="often")
+    err = load_error(str(path))
+    assert "standardize" in err.field and "true or false" in str(err)
+
+
+def test_job_keys_of_standardised_files_say_so(tmp_path):
+    """A sweep's job key holds `standardize=true` for a file standardised by default (so jobs
+    stored before the default changed are not taken for its own); other specs are unchanged."""
+    from harness.sweep.grid import keyed_spec
+
+    path, _, _ = wine_like(tmp_path)
+    assert keyed_spec(str(path), make_problem(str(path))) == f"{path}:standardize=true"
+    spec = f"{path}:alpha=2"
+    assert keyed_spec(spec, make_problem(spec)) == f"{path}:alpha=2,standardize=true"
+    raw = f"{path}:standardize=false"
+    with pytest.warns(UserWarning):
+        assert keyed_spec(raw, make_problem(raw)) == raw
+    assert keyed_spec("linear1d:n_train=30", make_problem("linear1d:n_train=30")) == \
+        "linear1d:n_train=30"
+    orthant = tmp_path / "o.npz"
+    np.savez(orthant, cov=np.eye(3))
+    assert keyed_spec(str(orthant), make_problem(str(orthant))) == str(orthant)

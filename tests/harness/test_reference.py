@@ -174,7 +174,7 @@ def test_reference_command_writes_json_a_file_and_the_store(tmp_path, capsys):
     other = tmp_path / "o.sqlite"
     assert main(["reference", "--import", str(out), "--store", str(other)]) == 0
     assert main(["reference", "--export", str(tmp_path / "exp"), "--store", str(other)]) == 0
-    exported = json.loads((tmp_path / "exp" / "mine.npz.json").read_text())
+    exported = json.loads((tmp_path / "exp" / "mine.npz_standardised.json").read_text())
     assert exported == json.loads(out.read_text())
     make_problem.cache_clear()
 

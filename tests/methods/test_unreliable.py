@@ -54,7 +54,7 @@ def scaled_problem(tmp_path_factory):
     y = np.where(x + 0.5 * rng.standard_normal(60) > 0, 1, -1)
     path = tmp_path_factory.mktemp("scaled") / "scaled.npz"
     np.savez(path, X_train=1e6 * x[:, None], y_train=y, X_test=np.zeros((0, 1)),
-             kernel="linear", alpha=1.0, beta=1.0)
+             kernel="linear", alpha=1.0, beta=1.0, standardize=False)   # the raw 1e6 scale
     return as_problem(str(path)), one_factor_integral(1e6 * y * x).log_integral
 
 

@@ -132,18 +132,18 @@ def test_failures_counted_and_listed_never_dropped(truth_data):
 @pytest.fixture
 def consensus_data(tmp_path):
     recs = [
-        # exact A: budget 10 (ignored: not its best), budget 100 (used)
-        record("a10", "Q", "A", 10, 0, log_z=-30.0, probs=[0.9, 0.9]),
-        record("a100-0", "Q", "A", 100, 0, log_z=-20.0, probs=[0.10, 0.60]),
-        record("a100-1", "Q", "A", 100, 1, log_z=-20.4, probs=[0.30, 0.40]),
-        # exact B: budget 50 is its best
-        record("b50", "Q", "B", 50, 0, log_z=-20.2, probs=[0.20, 0.50]),
-        # B's failed run at a larger budget does not make 500 its "best"
-        record("b500", "Q", "B", 500, 0, status="failed", reason="degenerate"),
-        # approximate C: excluded from the consensus, but measured against it
-        record("c", "Q", "C (approx)", 10, 0, log_z=-25.0, probs=[0.5, 0.5], exact=False),
-        # a method that predicts but does not estimate log Z
-        record("d", "Q", "D", 10, 0, log_z=None, probs=[0.2, 0.5]),
+        # exact sov: budget 10 (ignored: not its best), budget 100 (used)
+        record("a10", "Q", "sov", 10, 0, log_z=-30.0, probs=[0.9, 0.9]),
+        record("a100-0", "Q", "sov", 100, 0, log_z=-20.0, probs=[0.10, 0.60]),
+        record("a100-1", "Q", "sov", 100, 1, log_z=-20.4, probs=[0.30, 0.40]),
+        # exact sir: budget 50 is its best
+        record("b50", "Q", "sir", 50, 0, log_z=-20.2, probs=[0.20, 0.50]),
+        # sir's failed run at a larger budget does not make 500 its "best"
+        record("b500", "Q", "sir", 500, 0, status="failed", reason="degenerate"),
+        # approximate ep: excluded from the consensus, but measured against it
+        record("c", "Q", "ep", 10, 0, log_z=-25.0, probs=[0.5, 0.5], exact=False),
+        # a run that predicts but has no log Z
+        record("d", "Q", "minimax-tilting", 10, 0, log_z=None, probs=[0.2, 0.5]),
     ]
     post = [0.0, 1.0]
     return make_store(tmp_path / "c.sqlite", recs,
@@ -152,15 +152,17 @@ def consensus_data(tmp_path):
 
 def test_consensus_is_median_of_exact_methods_best_budgets(consensus_data):
     c = consensus_data.consensus["Q"]
-    # log Z from A@100 (-20.0, -20.4), B@50 (-20.2) and D has none -> median -20.2
+    # log Z: sov@100 (-20.0, -20.4: its median -20.2), sir@50 (-20.2); minimax-tilting has none
     assert c.log_z == pytest.approx(-20.2)
     assert c.log_z_runs == 3
-    assert c.log_z_iqr == pytest.approx(0.2)
-    # probabilities also from D@10 (exact, predicts): rows .1/.6, .3/.4, .2/.5, .2/.5
+    assert c.log_z_iqr == pytest.approx(0.0)   # over the 2 method medians
+    # probabilities also from minimax-tilting@10: medians .2/.5 (sov), .2/.5, .2/.5
     np.testing.assert_allclose(c.probabilities, [0.2, 0.5])
     assert c.probability_runs == 4
-    assert {m for m, _, _ in c.members} == {"A", "B", "D"}
-    assert ("A", 10, 1) not in c.members
+    assert {m for m, _, _ in c.members} == {"sov", "sir", "minimax-tilting"}
+    assert c.methods == ["minimax-tilting", "sir", "sov"]
+    assert c.excluded == [("ep", "an approximation (Tags.exact is False)")]
+    assert ("sov", 10, 1) not in c.members
 
 
 def test_mae_med_and_log_z_deviation(consensus_data):
@@ -180,21 +182,21 @@ def test_mae_post_against_bayes_posterior(consensus_data):
     assert jobs.loc["c", "mae_post"] == pytest.approx(0.5)
     assert jobs.loc["b50", "mae_post"] == pytest.approx((0.2 + 0.5) / 2)
     t4 = tables.frame(tables.problem_by_method_table(consensus_data, Palette(
-        consensus_data.methods, ["C (approx)"])))
-    assert "C (approx) (approx.): MAE-POST" in t4.columns
-    assert t4.iloc[0]["B: MAE-POST"].startswith("0.350 @50")
+        consensus_data.methods, ["ep"])))
+    assert "ep (approx.): MAE-POST" in t4.columns
+    assert t4.iloc[0]["sir: MAE-POST"].startswith("0.350 @50")
 
 
 def test_log_z_not_estimated_is_not_a_failure(consensus_data):
-    c = cell(consensus_data, "Q", "D", 10)
+    c = cell(consensus_data, "Q", "minimax-tilting", 10)
     assert (c["n_ok"], c["n_not_ok"], c["log_z_estimated"]) == (1, 0, 0)
     pal = Palette(consensus_data.methods)
     methods = tables.frame(tables.methods_table(consensus_data, pal)).set_index("method")
-    assert methods.loc["D", "not ok"] == "0"
-    assert methods.loc["D", "log Z not estimated"] == "1"
-    assert methods.loc["C (approx)", "kind"] == "approximation"
+    assert methods.loc["minimax-tilting", "not ok"] == "0"
+    assert methods.loc["minimax-tilting", "log Z not estimated"] == "1"
+    assert methods.loc["ep", "kind"] == "approximation"
     rows = tables.frame(tables.problem_table(consensus_data, pal, "Q")).set_index("method")
-    assert rows.loc["D", "log Ẑ (SE)"] == "not estimated"
+    assert rows.loc["minimax-tilting", "log Ẑ (SE)"] == "not estimated"
 
 
 # ---- reference truth: errors below 2 SE are "at reference precision" -----------------------
@@ -382,14 +384,15 @@ def test_unreliable_jobs_are_kept_with_their_numbers_but_shown_apart(tmp_path):
     from harness.analysis.results import job_rows
     from harness.report import build_report
 
-    recs = [record(f"a{i}", "P", "A", 100, i, log_z=-10.1, probs=[0.25, 0.75]) for i in range(2)]
-    recs.append(record("a-u", "P", "A", 100, 2, log_z=-4e10, probs=[0.9, 0.1],
+    recs = [record(f"a{i}", "P", "sov", 100, i, log_z=-10.1, probs=[0.25, 0.75])
+            for i in range(2)]
+    recs.append(record("a-u", "P", "sov", 100, 2, log_z=-4e10, probs=[0.9, 0.1],
                        status="unreliable",
                        reason="weights degenerate: effective sample size 1 of 100 points; "
                               "randomisations degenerate: one of 10 holds 100.0% of Ẑ"))
-    recs.append(record("a-f", "P", "A", 100, 3, status="failed", reason="all rejected"))
+    recs.append(record("a-f", "P", "sov", 100, 3, status="failed", reason="all rejected"))
     data = make_store(tmp_path / "u.sqlite", recs, [summary("P")])
-    c = cell(data, "P", "A", 100)
+    c = cell(data, "P", "sov", 100)
     assert (c["n_jobs"], c["n_ok"]) == (4, 2) and c["statuses"] == "failed 1, unreliable 1"
     assert c["abs_log_error_mean"] == pytest.approx(0.1) and c["abs_log_error_n"] == 2
     assert data.consensus["P"].log_z == pytest.approx(-10.1)
@@ -413,3 +416,97 @@ def test_unreliable_jobs_are_kept_with_their_numbers_but_shown_apart(tmp_path):
                         pdf_file=False)["html"].read_text(encoding="utf-8")
     assert 'id="unreliable"' in html and "1 job gave an" in html
     assert "1 job did not succeed" in html   # the failed one only
+
+
+# ---- who enters the consensus (docs/math.md §3d) ----------------------------------------------
+def _plugin(unbiased: bool):
+    """A plugin registered in this process (as a method file is), exact by Tags' default, with
+    a setting so that it can run in two variants."""
+    from harness.model.method import Method
+    from harness.model.tags import Tags
+    from harness.plugins.registry import register_file_method
+
+    class Broken(Method):
+        name = f"Broken@{'unbiased' if unbiased else 'plain'}"
+        summary = "adds `shift` to log Z"
+        budget_unit = "particles"
+        tags = Tags(unbiased_z=unbiased)
+
+        def __init__(self, shift: float = 0.0):
+            self.shift = shift
+
+        def _estimate(self, problem, budget, rng):  # pragma: no cover - never run here
+            raise NotImplementedError
+
+    register_file_method(Broken.name, Broken)
+    return Broken.name
+
+
+def _auditor_store(tmp_path, plugin: str):
+    """linear1d:n_train=30 with three exact unbiased methods near the exact -13.728 and a
+    broken plugin, 0.8 nats low, in two setting variants of 3 replicates each."""
+    from harness.plugins.specs import make_problem
+
+    s = make_problem("linear1d:n_train=30").summary()
+    true_lz = s["true_log_marginal_likelihood"]
+    name = s["name"]
+    recs = []
+    for m, offsets in (("sov", (-0.002, 0.0, 0.002)), ("sir", (-0.001, 0.001)),
+                       ("minimax-tilting", (0.0,))):
+        recs += [record(f"{m}{i}", name, m, 1000, i, log_z=true_lz + d, n_train=30)
+                 for i, d in enumerate(offsets)]
+    for shift in (1, 2):
+        for i in range(3):
+            r = record(f"b{shift}-{i}", name, f"{plugin}[shift={shift}]", 1000, i,
+                       log_z=true_lz - 0.8 - 0.01 * shift, n_train=30)
+            r["method_name"], r["settings"] = plugin, {"shift": float(shift)}
+            recs.append(r)
+    return make_store(tmp_path / "audit.sqlite", recs, [dict(s, truth_kind=None)]), name, true_lz
+
+
+def test_consensus_leaves_out_a_plugin_that_does_not_declare_an_unbiased_z(tmp_path):
+    """The auditor's case: the plugin (exact by default, two variants) moved the consensus from
+    the exact -13.728 to -14.548; it stays at the exact methods' value and names them."""
+    from harness.report.build import _facts
+
+    plugin = _plugin(unbiased=False)
+    data, name, true_lz = _auditor_store(tmp_path, plugin)
+    c = data.consensus[name]
+    assert c.log_z == pytest.approx(true_lz, abs=1e-9)   # sov, sir, minimax-tilting medians
+    assert c.methods == ["minimax-tilting", "sir", "sov"]
+    assert not any(plugin in m for m, _, _ in c.members)
+    assert {m for m, _ in c.excluded} == {f"{plugin}[shift=1]", f"{plugin}[shift=2]"}
+    assert all("not declared unbiased" in why for _, why in c.excluded)
+    facts = dict(_facts(data, name))
+    assert facts["consensus"].endswith("from minimax-tilting, sir, sov (each method once)")
+    assert plugin in facts["left out of the consensus"]
+    jobs = data.jobs.set_index("job_id")
+    assert jobs.loc["b1-0", "med_abs_log_error"] == pytest.approx(0.81)
+
+
+def test_consensus_counts_each_method_once_whatever_its_variants(tmp_path):
+    """A plugin that declares an unbiased Ẑ enters, but its two variants (6 runs) count as one
+    method: the median of four method medians, not of 12 runs of which 6 are the plugin's."""
+    plugin = _plugin(unbiased=True)
+    data, name, true_lz = _auditor_store(tmp_path, plugin)
+    c = data.consensus[name]
+    assert c.methods == sorted(["minimax-tilting", "sir", "sov", plugin])
+    assert c.log_z_runs == 12
+    # method medians: true_lz (×3) and true_lz - 0.815 -> median true_lz
+    assert c.log_z == pytest.approx(true_lz, abs=1e-9)
+    assert c.excluded == []
+
+
+def test_consensus_leaves_out_unregistered_methods(tmp_path):
+    """Unbiasedness is asked of the registered class: a method unknown here stays out."""
+    recs = [record("s", "U", "sov", 100, 0, log_z=-5.0),
+            record("g", "U", "gone-method", 100, 0, log_z=-9.0)]
+    data = make_store(tmp_path / "u.sqlite", recs, [summary("U", kind=None, probs=None)])
+    c = data.consensus["U"]
+    assert c.log_z == -5.0 and c.methods == ["sov"]
+    assert c.excluded == [("gone-method", agg.UNREGISTERED)]
+    assert agg.consensus_exclusion("rejection-bootstrap", {"count": "hard"}) is None
+    assert "not declared unbiased" in agg.consensus_exclusion("rejection-bootstrap",
+                                                              {"count": "soft"})
+    assert "not declared unbiased" in agg.consensus_exclusion("ess", {})
+    assert "approximation" in agg.consensus_exclusion("sov", {}, exact_method=False)
