@@ -8,6 +8,7 @@ from typing import TypeVar
 import numpy as np
 
 from harness.core.errors import InputError
+from harness.core.kernels import STATIONARY, Kernel, make_kernel
 
 T = TypeVar("T")
 
@@ -67,3 +68,18 @@ def check_positive(family: str, **values: float) -> None:
         if not (np.isfinite(value) and value > 0):
             raise InputError(f"problem {family}: parameter {key!r}",
                              f"must be a positive number, got {value}")
+
+
+def stationary_kernel(family: str, kernel: str, alpha: float, beta: float) -> Kernel:
+    """The kernel named `kernel` (rbf, matern12, matern32, matern52: docs/math.md §1) with
+    length scale alpha and variance beta, or an InputError naming the family's parameter."""
+    if kernel not in STATIONARY:
+        raise InputError(f"problem {family}: parameter 'kernel'", f"unknown kernel {kernel!r}",
+                         f"use one of {list(STATIONARY)}")
+    check_positive(family, alpha=alpha, beta=beta)
+    return make_kernel(kernel, alpha=alpha, beta=beta)
+
+
+def kernel_label(kernel: Kernel) -> str:
+    """'RBF kernel' (the wording of existing descriptions) or 'matern32 kernel'."""
+    return "RBF kernel" if kernel.name == "rbf" else f"{kernel.name} kernel"

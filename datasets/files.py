@@ -2,8 +2,10 @@
 
 .npz holding either
   cov                                  -> orthant problem: estimate log P(v >= 0), v ~ N(0, cov)
-  X_train, y_train (±1), X_test, kernel ('rbf' | 'linear'), alpha, beta [, y_test]
-                                       -> GPC problem (alpha/beta for rbf; beta scales linear)
+  X_train, y_train (±1), X_test, kernel ('rbf' | 'linear' | 'matern12' | 'matern32' |
+  'matern52'), alpha, beta [, y_test]
+                                       -> GPC problem (alpha/beta for rbf and the Matérn
+                                          kernels, docs/math.md §1; beta scales linear)
 optionally with true_log_marginal_likelihood [, true_test_probabilities] as a reference.
 
 .csv with a header: feature columns, a label column (default 'y', values ±1) and optionally a

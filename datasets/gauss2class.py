@@ -29,7 +29,6 @@ from scipy.special import expit
 from scipy.stats import multivariate_normal
 
 from harness.core.errors import InputError
-from harness.core.kernels import RBF
 from harness.datasets.checks import (
     MAX_FEATURES,
     MAX_POINTS,
@@ -37,6 +36,8 @@ from harness.datasets.checks import (
     check_positive,
     check_seed,
     check_sizes,
+    kernel_label,
+    stationary_kernel,
 )
 from harness.model.family import ProblemFamily
 from harness.model.problem import Problem
@@ -90,9 +91,10 @@ def _describe(d: int, separation: float, mean: float | None, cov: str) -> str:
 def gauss2class(
     n_train: int = 200, n_test: int = 50, d: int = 2, alpha: float = 5.0, beta: float = 1.0,
     separation: float = 2.0, mean: float = float("nan"), cov: str = "identity", seed: int = 0,
-    order: str = "interleave", name: str = "gauss2class",
+    order: str = "interleave", kernel: str = "rbf", name: str = "gauss2class",
 ) -> Problem:
-    """Two-class Gaussian data in d dimensions with an RBF(alpha, beta) kernel and the
+    """Two-class Gaussian data in d dimensions with an RBF(alpha, beta) kernel (or `kernel` =
+    matern12, matern32, matern52: alpha is then a length scale, docs/math.md §1) and the
     generating model's Bayes posterior at the test points; no exact truth."""
     field = "problem gauss2class: parameter"
     check_sizes("gauss2class", n_train, n_test)
@@ -101,6 +103,7 @@ def gauss2class(
                 100 * MAX_POINTS)
     check_seed("gauss2class", seed)
     check_positive("gauss2class", alpha=alpha, beta=beta)
+    k = stationary_kernel("gauss2class", kernel, alpha, beta)
     if not np.isfinite(separation):
         raise InputError(f"{field} 'separation'", f"must be finite, got {separation}")
     if np.isinf(mean):
@@ -118,12 +121,14 @@ def gauss2class(
         params["mean"] = m
     if cov != "identity":
         params["cov"] = cov
+    if kernel != "rbf":   # the default leaves the params (and every record) as they were
+        params["kernel"] = kernel
     return Problem.classification(
-        name, X_train, y_train, X_test, RBF(alpha, beta), y_test=y_test, order=order,
+        name, X_train, y_train, X_test, k, y_test=y_test, order=order,
         seed=seed, family="gauss2class", params=params,
         bayes_posterior=bayes_posterior(X_test, m_eff, cov),
-        description=(f"RBF kernel (alpha={alpha}, beta={beta}), {d}-D two-class Gaussian data "
-                     f"({_describe(d, separation, m, cov)}), N={n_train}, "
+        description=(f"{kernel_label(k)} (alpha={alpha}, beta={beta}), {d}-D two-class "
+                     f"Gaussian data ({_describe(d, separation, m, cov)}), N={n_train}, "
                      f"{n_test} test points"),
     )
 

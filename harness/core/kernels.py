@@ -172,9 +172,99 @@ class PRML(Kernel):
         return K, np.stack([terms[j] for j in tuned])
 
 
+@dataclass(frozen=True)
+class Matern(Kernel):
+    """k(x, x') = beta * M_nu(r / alpha), r = ||x - x'||: the Matérn family (docs/math.md §1).
+
+    Here alpha is a length scale (r / alpha, not squared as in the RBF's alpha) and beta the
+    variance. A subclass gives the half-integer order through `_shape(t)`, which returns
+    (M(t), -t M'(t)): the second is ∂k/∂log alpha divided by beta, since
+    ∂/∂log alpha M(r / alpha) = -t M'(t) at t = r / alpha.
+    """
+
+    alpha: float = 1.0
+    beta: float = 1.0
+
+    def __post_init__(self):
+        for field in ("alpha", "beta"):
+            object.__setattr__(self, field, _positive(field, getattr(self, field)))
+
+    @staticmethod
+    @abstractmethod
+    def _shape(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(M(t), -t M'(t)) elementwise for t >= 0."""
+
+    def __call__(self, A, B):
+        t = cdist(A, B, "euclidean")
+        t /= self.alpha
+        K = self._shape(t)[0]
+        K *= self.beta
+        return K
+
+    def diag(self, A):
+        return np.full(len(A), float(self.beta))   # M(0) = 1
+
+    def params(self):
+        return {"alpha": float(self.alpha), "beta": float(self.beta)}
+
+    def gradients(self, A):
+        """∂K/∂log alpha = beta (-t M'(t)), ∂K/∂log beta = K, t = r / alpha."""
+        t = cdist(A, A, "euclidean") / self.alpha
+        M, dM = self._shape(t)
+        K = self.beta * M
+        return K, np.stack([self.beta * dM, K])
+
+
+@dataclass(frozen=True)
+class Matern12(Matern):
+    """Matérn-1/2 (exponential, Ornstein–Uhlenbeck): M(t) = e^{-t}; -t M'(t) = t e^{-t}."""
+
+    name = "matern12"
+
+    @staticmethod
+    def _shape(t):
+        e = np.exp(-t)
+        return e, t * e
+
+
+_SQRT3, _SQRT5 = np.sqrt(3.0), np.sqrt(5.0)
+
+
+@dataclass(frozen=True)
+class Matern32(Matern):
+    """Matérn-3/2: M(t) = (1 + √3 t) e^{-√3 t}; -t M'(t) = 3 t² e^{-√3 t}."""
+
+    name = "matern32"
+
+    @staticmethod
+    def _shape(t):
+        e = np.exp(-_SQRT3 * t)
+        return (1.0 + _SQRT3 * t) * e, 3.0 * t * t * e
+
+
+@dataclass(frozen=True)
+class Matern52(Matern):
+    """Matérn-5/2: M(t) = (1 + √5 t + 5t²/3) e^{-√5 t}; -t M'(t) = (5/3) t² (1 + √5 t) e^{-√5 t}."""
+
+    name = "matern52"
+
+    @staticmethod
+    def _shape(t):
+        e = np.exp(-_SQRT5 * t)
+        t2 = (5.0 / 3.0) * t * t
+        return (1.0 + _SQRT5 * t + t2) * e, t2 * (1.0 + _SQRT5 * t) * e
+
+
+KERNELS: dict[str, type[Kernel]] = {"rbf": RBF, "linear": Linear, "prml": PRML,
+                                    "matern12": Matern12, "matern32": Matern32,
+                                    "matern52": Matern52}
+# the kernels with a length scale alpha and a variance beta (families that take both)
+STATIONARY = ("rbf", "matern12", "matern32", "matern52")
+
+
 def make_kernel(name: str, **params: float) -> Kernel:
     """Build a kernel from its name and parameters, with a clear error for unknown names."""
-    kinds = {"rbf": RBF, "linear": Linear, "prml": PRML}
+    kinds = KERNELS
     if name not in kinds:
         raise InputError("kernel", f"unknown kernel {name!r}", f"use one of {sorted(kinds)}")
     unknown = sorted(set(params) - set(kinds[name].__dataclass_fields__))

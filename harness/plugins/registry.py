@@ -49,6 +49,7 @@ _BUILTIN_PROBLEMS = {
     "linear-lowrank": "harness.datasets.linear_lowrank:FAMILY",
     "gauss2class": "harness.datasets.gauss2class:FAMILY",
     "realdata": "harness.datasets.realdata:FAMILY",
+    "markov1d": "harness.datasets.markov1d:FAMILY",
 }
 
 

@@ -444,3 +444,57 @@ def test_job_keys_of_standardised_files_say_so(tmp_path):
     orthant = tmp_path / "o.npz"
     np.savez(orthant, cov=np.eye(3))
     assert keyed_spec(str(orthant), make_problem(str(orthant))) == str(orthant)
+
+
+# ---- Matérn kernels in files (docs/math.md §1) -----------------------------------------------
+def write_matern_npz(path):
+    x = np.linspace(0.0, 1.0, 30)
+    rng = np.random.default_rng(5)
+    y = np.where(np.sin(6 * x) + 0.3 * rng.normal(size=30) > 0, 1, -1)
+    np.savez(path, X_train=x[:, None], y_train=y, X_test=np.array([[0.25], [0.7]]),
+             kernel="matern12", alpha=0.3, beta=1.5)
+    return path
+
+
+def test_npz_matern12(tmp_path):
+    from harness.core.kernels import Matern12
+    p = make_problem(str(write_matern_npz(tmp_path / "m.npz")))
+    assert p.kernel == Matern12(0.3, 1.5)
+    s = p.summary()
+    assert s["kernel"] == {"name": "matern12", "alpha": 0.3, "beta": 1.5}
+    assert "kernel matern12 (alpha=0.3, beta=1.5)" in s["description"]
+    x = p.X_train[:, 0]
+    np.testing.assert_allclose(p.K, 1.5 * np.exp(-np.abs(x[:, None] - x[None]) / 0.3),
+                               rtol=1e-14)
+
+
+def test_npz_matern12_runs_end_to_end_in_process(tmp_path, capsys):
+    from harness.cli.main import main
+    path = write_matern_npz(tmp_path / "m.npz")
+    code = main(["run", "--problem", str(path), "--method", "sov", "--budget", "1000",
+                 "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "matern12" in out and '"status": "ok"' in out.replace("'", '"')
+
+
+def test_npz_matern12_runs_end_to_end_on_the_command_line(tmp_path):
+    import subprocess
+    import sys
+    path = write_matern_npz(tmp_path / "m.npz")
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--problem", str(path),
+                           "--method", "sov", "--budget", "1000"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "log Z" in done.stdout or "log Z" in done.stderr
+
+
+def test_csv_matern32(tmp_path):
+    from harness.core.kernels import Matern32
+    path = write_csv(tmp_path / "d.csv", ["x", "y"], [(0.1, 1), (0.2, -1), (0.3, 1), (0.9, -1)])
+    p = make_problem(f"{path}:kernel=matern32,alpha=0.3,beta=1")
+    assert p.kernel == Matern32(0.3, 1.0)
+    assert "kernel matern32 (alpha=0.3, beta=1)" in p.summary()["description"]
+    r = np.abs(p.X_train[:, 0][:, None] - p.X_train[:, 0][None]) / 0.3
+    np.testing.assert_allclose(p.K, (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r),
+                               rtol=1e-14)

@@ -178,3 +178,24 @@ def test_string_options_from_a_spec():
 def test_bad_parameters(params, field):
     with pytest.raises(InputError, match=field):
         gauss2class(n_train=10, n_test=2, **params)
+
+
+@pytest.mark.parametrize("kernel", ["matern12", "matern32", "matern52"])
+def test_matern_kernel_parameter(kernel):
+    from harness.core.kernels import make_kernel
+    from harness.plugins.registry import get_family
+    fam = get_family("gauss2class")
+    p = fam.make({"n_train": 20, "n_test": 4, "kernel": kernel, "alpha": 0.5})
+    assert p.kernel == make_kernel(kernel, alpha=0.5, beta=1.0)
+    assert p.params["kernel"] == kernel and p.description.startswith(f"{kernel} kernel")
+    assert p.name == f"gauss2class:alpha=0.5,kernel={kernel},n_test=4,n_train=20"
+    # the default kernel leaves names, params and descriptions exactly as before
+    q = fam.make({"n_train": 20, "n_test": 4})
+    assert "kernel" not in q.params and q.name == "gauss2class:n_test=4,n_train=20"
+    assert q.description.startswith("RBF kernel (alpha=5.0, beta=1.0)")
+
+
+def test_unknown_kernel_parameter():
+    with pytest.raises(InputError) as exc:
+        gauss2class(n_train=10, n_test=0, kernel="linear")
+    assert "'kernel'" in exc.value.field and "matern32" in str(exc.value)

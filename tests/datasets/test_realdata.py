@@ -142,3 +142,15 @@ def test_standardise_constant_feature():
     a, b = standardise(Xtr, np.array([[5.0, 4.0]]))
     np.testing.assert_array_equal(a, [[-1.0, 0.0], [1.0, 0.0]])
     np.testing.assert_array_equal(b, [[3.0, 2.0]])
+
+
+def test_matern_kernel_parameter():
+    from harness.core.kernels import Matern52
+    p = rd.realdata("crabs", kernel="matern52", alpha=2.0)
+    assert p.kernel == Matern52(2.0, 1.0) and p.params["kernel"] == "matern52"
+    assert p.description.startswith("matern52 kernel (alpha=2.0, beta=1.0)")
+    q = rd.realdata("crabs")
+    assert "kernel" not in q.params and q.description.startswith("RBF kernel")
+    with pytest.raises(InputError) as exc:
+        rd.realdata("crabs", kernel="prml")
+    assert "'kernel'" in exc.value.field

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness.core.errors import InputError
-from harness.core.kernels import PRML, RBF, Linear, make_kernel
+from harness.core.kernels import PRML, RBF, Linear, Matern12, Matern32, Matern52, make_kernel
 from harness.core.numdiff import central_difference
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -112,7 +112,9 @@ def test_make_kernel_errors():
 H = 1e-5   # step in log θ; truncation (h²/6)|K'''| ~ 2e-11 |K|, rounding ~ ε|K|/h ~ 2e-11 |K|
 KERNELS = [RBF(alpha=0.7, beta=1.9), RBF(alpha=30.0, beta=0.2), Linear(scale=2.5),
            PRML(theta0=1.3, theta1=4.0, theta2=0.6, theta3=0.8), PRML(theta0=1.0, theta1=1.0),
-           PRML(theta0=2.0, theta1=0.5, theta3=1.5)]
+           PRML(theta0=2.0, theta1=0.5, theta3=1.5),
+           Matern12(alpha=0.7, beta=1.9), Matern32(alpha=0.7, beta=1.9),
+           Matern52(alpha=0.7, beta=1.9), Matern52(alpha=30.0, beta=0.2)]
 
 
 def _points(n=7, d=2, seed=1):
@@ -210,3 +212,66 @@ def test_with_log_params_errors():
     with pytest.raises(InputError) as exc:
         RBF().with_log_params([1e4, 0.0])   # exp overflows to inf
     assert exc.value.field == "kernel.alpha"
+
+
+# ---- Matérn kernels (docs/math.md §1): alpha a length scale, beta the variance -------------
+S3, S5 = np.sqrt(3.0), np.sqrt(5.0)
+MATERN_FORMS = {
+    "matern12": lambda t: np.exp(-t),
+    "matern32": lambda t: (1 + S3 * t) * np.exp(-S3 * t),
+    "matern52": lambda t: (1 + S5 * t + 5 * t**2 / 3) * np.exp(-S5 * t),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATERN_FORMS))
+@pytest.mark.parametrize("r", [0.0, 0.1, 0.5, 1.0, 2.5, 10.0])
+def test_matern_closed_forms(name, r):
+    # x = (0, 0), x' = (0.6 r, 0.8 r): ||x - x'|| = r; alpha = 0.8, beta = 2.5
+    k = make_kernel(name, alpha=0.8, beta=2.5)
+    value = k(np.array([[0.0, 0.0]]), np.array([[0.6 * r, 0.8 * r]]))[0, 0]
+    assert value == pytest.approx(2.5 * MATERN_FORMS[name](r / 0.8), rel=1e-13, abs=1e-300)
+
+
+def test_matern_hand_values():
+    # r = 1, alpha = 1, beta = 1
+    a, b = np.array([[0.0]]), np.array([[1.0]])
+    assert Matern12()(a, b)[0, 0] == pytest.approx(np.exp(-1.0), rel=1e-15)
+    assert Matern32()(a, b)[0, 0] == pytest.approx(0.4833577245965077, rel=1e-14)
+    assert Matern52()(a, b)[0, 0] == pytest.approx(0.5239941088318203, rel=1e-14)
+
+
+@pytest.mark.parametrize("cls", [Matern12, Matern32, Matern52])
+def test_matern_matrix_diag_and_positive_definite(cls):
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(40, 3))
+    k = cls(alpha=0.9, beta=1.7)
+    K = k(A, A)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=0)
+    np.testing.assert_allclose(k.diag(A), np.diag(K), rtol=1e-15)
+    np.testing.assert_allclose(k.diag(A), 1.7)
+    assert np.linalg.eigvalsh(K).min() > 0
+    np.linalg.cholesky(K)
+    # the order of smoothness: at the same r, 1/2 < 3/2 < 5/2 < RBF-like
+    t = np.array([[0.0]]), np.array([[0.3]])
+    assert Matern12()(*t) < Matern32()(*t) < Matern52()(*t)
+
+
+@pytest.mark.parametrize("cls", [Matern12, Matern32, Matern52])
+def test_matern_params_names_and_errors(cls):
+    k = cls(2, 3)
+    assert k.params() == {"alpha": 2.0, "beta": 3.0} and k.param_names() == ("alpha", "beta")
+    assert make_kernel(k.name, alpha=2.0, beta=3.0) == k
+    with pytest.raises(InputError) as exc:
+        cls(alpha=-1.0)
+    assert exc.value.field == "kernel.alpha"
+    with pytest.raises(InputError) as exc:
+        make_kernel(k.name, scale=1.0)
+    assert exc.value.field == "kernel.scale"
+
+
+def test_matern_gradient_formulas():
+    A = _points()
+    r = np.sqrt(np.sum((A[:, None] - A[None]) ** 2, axis=-1))
+    K, dK = Matern12(alpha=0.7, beta=1.9).gradients(A)
+    np.testing.assert_allclose(dK[0], K * r / 0.7, rtol=1e-13)
+    np.testing.assert_array_equal(dK[1], K)
