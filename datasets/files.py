@@ -118,14 +118,18 @@ def _gpc(path: Path, options: dict[str, Any], X_train, y_train, X_test, kernel, 
          standardize: bool, names: list[str] | None = None, **rest) -> Problem:
     """The GPC problem of a file, standardised or not (module doc), checked for a degenerate
     kernel matrix."""
-    if standardize:
-        X_train, X_test = _standardised(names, X_train, X_test, str(path))
-    n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
-    problem = Problem.classification(
-        str(path) + (STANDARDISED if standardize else ""), X_train, y_train, X_test, kernel,
-        order=options.get("order", "interleave"), seed=_seed_from(path, options),
-        family="file", params={"path": str(path), **options, "standardize": standardize},
-        description=_description(path, n_features, kernel, standardize), **rest)
+    with warnings.catch_warnings(record=True) as held:   # said only once the input is valid
+        warnings.simplefilter("always")
+        if standardize:
+            X_train, X_test = _standardised(names, X_train, X_test, str(path))
+        n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
+        problem = Problem.classification(
+            str(path) + (STANDARDISED if standardize else ""), X_train, y_train, X_test, kernel,
+            order=options.get("order", "interleave"), seed=_seed_from(path, options),
+            family="file", params={"path": str(path), **options, "standardize": standardize},
+            description=_description(path, n_features, kernel, standardize), **rest)
+    for w in held:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     warn_if_degenerate_kernel(problem.name, problem.kernel, problem.X_train, stacklevel=4)
     return problem
 
