@@ -132,12 +132,12 @@ def read_store(store_path: str | Path, salvage: bool = False):
     rows that can still be read (harness.execution.store.salvage). A problem stored without truth
     gets its reference (the store's, else the shipped one; harness.model.reference_values
     .summaries_with_references), so errors are measured against it."""
-    from harness.execution.store import ResultStore
+    from harness.execution.store import ResultStore, store_file
     from harness.execution.store import salvage as salvaged
     from harness.model.reference_values import summaries_with_references
 
     path = Path(store_path)
-    if not path.is_file():
+    if store_file(path) is None:     # a symlink that points nowhere, a FIFO: StoreDamaged
         raise InputError("--store", f"no results store at {str(path)!r}",
                          "run `python -m harness sweep` first or pass --store PATH")
     if salvage:

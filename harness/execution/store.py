@@ -48,11 +48,14 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
+import struct
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +118,46 @@ _REQUIRED = {"jobs": {"job_id", "status", "record"}, "problems": {"name", "summa
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _IDENTITY = {"job_id", "problem", "method", "budget", "status"}   # what add_record needs
 
+# Every row the harness writes is sealed with a checksum of its columns (as stored, read back),
+# verified at every open: table -> (the columns it covers, in order; the JSON columns and the
+# type their value must have: dict, or None for any JSON value).
+_SEALED: dict[str, tuple[tuple[str, ...], dict[str, type | None]]] = {
+    "jobs": (_COLUMNS, {"record": dict}),
+    "problems": (("name", "summary"), {"summary": dict}),
+    "metadata": (("key", "value"), {"value": None}),
+    "job_log": (("seq", "job_id", "status", "finished_at", "stored_at"), {}),
+    "references": (("problem", "fingerprint", "created_at", "record"), {"record": dict}),
+    "parts": (("job_id", "part", "record", "stored_at"), {"record": dict}),
+}
+_CHECKSUM = "checksum"
+_OWN_INDEXES = {"jobs_by_problem"}          # besides SQLite's own sqlite_autoindex_*
+_WAL_MAGIC = (0x377F0682, 0x377F0683)
+
+
+def checksum(values: Iterable[Any]) -> str:
+    """The checksum of a row: SHA-256 (first 32 hex digits) of the canonical JSON of its
+    values as SQLite returns them (so an integer 1 and a real 1.0 differ). TypeError for a
+    value no harness column holds (a blob)."""
+    text = json.dumps(list(values), ensure_ascii=False, allow_nan=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+_KIND = {dict: "an object", list: "an array", str: "a string", int: "a number",
+         float: "a number", bool: "true/false", type(None): "null"}
+
+
+def _parse(text: Any, want: type | None) -> tuple[Any, str | None]:
+    """(value, None) of a stored JSON text, else (None, what is wrong with it)."""
+    if not isinstance(text, str):
+        return None, f"not text but {type(text).__name__}"
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
+    if want is not None and not isinstance(value, want):
+        return None, f"{_KIND.get(type(value), type(value).__name__)} where an object is expected"
+    return value, None
+
 
 def _json(value: Any) -> str:
     return json.dumps(value, allow_nan=False, default=str)
@@ -147,17 +190,58 @@ def _is_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-def read_only_connection(path: str | Path) -> sqlite3.Connection:
+def read_only_connection(path: str | Path, ignore_wal: bool = False) -> sqlite3.Connection:
     """A connection that cannot write the store, nor create anything beside it when no writer
-    is there (no write-ahead log: opened as immutable; else read beside the writer)."""
+    is there (no write-ahead log, or `ignore_wal`: opened as immutable; else read beside the
+    writer)."""
     path = Path(path)
-    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
+    mode = "mode=ro" if Path(f"{path}-wal").exists() and not ignore_wal else "immutable=1"
     return sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=30.0)
 
 
-def damage(path: str | Path) -> str | None:
-    """Why the file at `path` is not a sound results store (None: it is one). Read-only."""
+_NOT_A_STORE_FIX = ("give --store the path of a results store file (or a new path), or make the "
+                    "link point at one")
+
+
+def store_file(path: str | Path) -> Path | None:
+    """The regular file a store path names (a symlink resolved to its target), or None if
+    nothing is there. StoreDamaged (one line) for a dangling or looping symlink and for
+    anything that is not a regular file (a folder, a FIFO, a device): never opened."""
     path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise StoreDamaged(path, f"it is a symlink to {os.readlink(path)}, which does not "
+                               f"exist", _NOT_A_STORE_FIX) from None
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreDamaged(path, "it is a symlink loop", _NOT_A_STORE_FIX) from None
+        raise
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or
+                stat.S_ISBLK(mode) else "not a file")
+        raise StoreDamaged(path, f"it is {kind}, not a regular file", _NOT_A_STORE_FIX)
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
+def damage(path: str | Path) -> str | None:
+    """Why the file at `path` is not a sound results store (None: it is one). Read-only.
+
+    Covers what the harness reads: the file (a regular SQLite file, a symlink resolved), its
+    write-ahead log's header, `PRAGMA quick_check`, the schema (the harness's tables with
+    their columns as the harness declares them; no trigger or view) and every row of the
+    harness's tables (its checksum; a row of an older store without one: its JSON parses to
+    the right type)."""
+    try:
+        real = store_file(path)
+    except StoreDamaged as exc:
+        return exc.why
+    if real is None:
+        raise FileNotFoundError(errno.ENOENT, "no results store", str(path))
+    path = real
     size = path.stat().st_size
     if size == 0:
         return "the file is empty (0 bytes)"
@@ -167,10 +251,110 @@ def damage(path: str | Path) -> str | None:
         text = all(32 <= b < 127 or b in b"\t\r\n" for b in head)
         kind = "a text file" if text else f"it starts with {head[:12]!r}"
         return f"not an SQLite file ({kind})"
-    why = _check(path)
+    why = _wal_damage(path) or _check(path)
     if why is not None and Path(f"{path}-wal").exists():
-        why = _check(path)   # a writer may have started (and checkpointed) while we read
+        why = _wal_damage(path) or _check(path)   # a writer may have started meanwhile
     return why
+
+
+def _wal_damage(path: Path) -> str | None:
+    """What is wrong with the header of the store's write-ahead log, if it has one (SQLite
+    would silently ignore a log whose header is not its own and then overwrite it)."""
+    wal = Path(f"{path}-wal")
+    try:
+        with open(wal, "rb") as f:
+            head = f.read(32)
+    except FileNotFoundError:
+        return None
+    if not head:
+        return None
+    if len(head) < 32:
+        return f"its write-ahead log {wal.name} is cut short ({len(head)} bytes)"
+    words = struct.unpack(">8I", head)
+    if words[0] not in _WAL_MAGIC or words[1] != 3007000:
+        return f"its write-ahead log {wal.name} is not an SQLite log (starts with {head[:8]!r})"
+    order = ">" if words[0] & 1 else "<"
+    data = struct.unpack(f"{order}6I", head[:24])
+    s0 = s1 = 0
+    for i in range(0, 6, 2):
+        s0 = (s0 + data[i] + s1) & 0xFFFFFFFF
+        s1 = (s1 + data[i + 1] + s0) & 0xFFFFFFFF
+    if (s0, s1) != words[6:8]:
+        return f"the header of its write-ahead log {wal.name} does not match its checksum"
+    return None
+
+
+@cache
+def _declared() -> dict[str, dict[str, tuple]]:
+    """{table: {column: (type, notnull, default, pk)}} of a store made by this harness."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        _build(db)
+        return {t: {r[1]: tuple(r[2:]) for r in db.execute(f'PRAGMA table_info("{t}")')}
+                for t in _SEALED}
+
+
+def _build(db: sqlite3.Connection) -> None:
+    """The harness's tables, columns added later and checksum columns included (an older
+    store gets the missing ones the same way, so every store ends with the same schema)."""
+    db.executescript(_SCHEMA)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+    for column in _ADDED_COLUMNS:
+        if column not in columns:
+            db.execute(f"ALTER TABLE jobs ADD COLUMN {column} REAL")
+    for table in _SEALED:
+        if _CHECKSUM not in {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}:
+            db.execute(f'ALTER TABLE "{table}" ADD COLUMN {_CHECKSUM} TEXT')
+
+
+def _schema_damage(db: sqlite3.Connection) -> str | None:
+    for kind, name in db.execute("SELECT type, name FROM sqlite_master "
+                                 "WHERE type IN ('trigger', 'view')"):
+        return f"it has a {kind} {name!r} the harness did not create"
+    for table in _REQUIRED:
+        if not db.execute(f'PRAGMA table_info("{table}")').fetchall():
+            return f"it has no {table} table"
+    for table, declared in _declared().items():
+        have = {r[1]: tuple(r[2:]) for r in db.execute(f'PRAGMA table_info("{table}")')}
+        if not have:
+            continue
+        for column, decl in have.items():
+            if column not in declared:
+                return f"its {table} table has a column {column!r} the harness did not create"
+            if decl != declared[column]:
+                return f"its {table} table declares {column} as {decl}, not {declared[column]}"
+        missing = set(declared) - set(have) - {*_ADDED_COLUMNS, _CHECKSUM}
+        if missing:
+            return f"its {table} table lacks {', '.join(sorted(missing))}"
+        if _CHECKSUM in have and len(have) != len(declared):
+            return f"its {table} table has checksums but lacks " \
+                   f"{', '.join(sorted(set(declared) - set(have)))}"
+    return None
+
+
+def _row_damage(db: sqlite3.Connection) -> str | None:
+    """The first row of the harness's tables that does not match its checksum (or, written
+    without one by an older harness, whose JSON does not parse to the right type)."""
+    for table, (columns, parsed) in _SEALED.items():
+        have = {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
+        if not have:
+            continue
+        sealed = _CHECKSUM in have
+        cols = [c for c in columns if c in have]
+        at = {c: 1 + i for i, c in enumerate(cols)}
+        extra = f", {_CHECKSUM}" if sealed else ""
+        for row in db.execute(f'SELECT rowid, {", ".join(cols)}{extra} FROM "{table}"'):
+            if sealed and row[-1] is not None:
+                try:
+                    if checksum(row[1:-1]) == row[-1]:
+                        continue
+                except TypeError:
+                    pass
+                return f"row {row[0]} of its {table} table does not match its checksum"
+            for column, want in parsed.items():
+                why = _parse(row[at[column]], want)[1]
+                if why is not None:
+                    return f"the {column} of row {row[0]} of its {table} table is {why}"
+    return None
 
 
 def _check(path: Path) -> str | None:
@@ -179,15 +363,9 @@ def _check(path: Path) -> str | None:
             found = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
             if found != ["ok"]:
                 return "quick_check: " + "; ".join(found)
-            for table, columns in _REQUIRED.items():
-                have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-                if not have:
-                    return f"it has no {table} table"
-                if not columns <= have:
-                    return f"its {table} table lacks {', '.join(sorted(columns - have))}"
+            return _schema_damage(db) or _row_damage(db)
     except sqlite3.DatabaseError as exc:
         return str(exc)
-    return None
 
 
 def held_paths(path: str | Path) -> list[Path]:
@@ -224,7 +402,7 @@ def _create(path: Path) -> None:
     try:
         with closing(sqlite3.connect(tmp)) as db:
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+            _build(db)
             db.commit()
         os.replace(tmp, path)
     except (OSError, sqlite3.Error) as exc:
@@ -243,11 +421,12 @@ class ResultStore:
     """
 
     def __init__(self, path: str | Path, read_only: bool = False):
-        self.path = Path(path)
         self.read_only = read_only
         self.lock: StoreLock | None = None
+        real = store_file(path)          # a symlink resolved; not a regular file: refused
+        self.path = real or Path(path)
         if read_only:
-            if not self.path.is_file():
+            if real is None:
                 raise InputError("store", f"no results store at {self.path}",
                                  "run `python -m harness sweep` first or give --store PATH")
             self._refuse_damaged()
@@ -256,22 +435,36 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.lock = StoreLock(self.path)
         try:
-            if self.path.exists():
-                self._refuse_damaged()
+            if store_file(self.path) is not None:
+                self._refuse_damaged()    # before anything is written
             else:
                 _create(self.path)
             self._db = sqlite3.connect(self.path, timeout=30.0)
             with self._writing():
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(_SCHEMA)
-                columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
-                for column in _ADDED_COLUMNS:
-                    if column not in columns:
-                        self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} REAL")
+                _build(self._db)
+                self._seal_unsealed()
         except BaseException:
             self.lock.release()
             raise
+
+    def _seal(self, table: str, rowid: int | None) -> None:
+        """Store the checksum of a row just written, computed from the row as stored."""
+        columns = _SEALED[table][0]
+        row = self._db.execute(f'SELECT {", ".join(columns)} FROM "{table}" WHERE rowid = ?',
+                               (rowid,)).fetchone()
+        self._db.execute(f'UPDATE "{table}" SET {_CHECKSUM} = ? WHERE rowid = ?',
+                         (checksum(row), rowid))
+
+    def _seal_unsealed(self) -> None:
+        """Migration of a store written before checksums (or by an older harness): the rows
+        without a checksum, already checked to parse at open, get one."""
+        for table, (columns, _) in _SEALED.items():
+            rows = self._db.execute(f'SELECT rowid, {", ".join(columns)} FROM "{table}" '
+                                    f"WHERE {_CHECKSUM} IS NULL").fetchall()
+            self._db.executemany(f'UPDATE "{table}" SET {_CHECKSUM} = ? WHERE rowid = ?',
+                                 [(checksum(r[1:]), r[0]) for r in rows])
 
     def _refuse_damaged(self) -> None:
         why = damage(self.path)
@@ -301,11 +494,11 @@ class ResultStore:
                 raise StoreDamaged(self.path, str(exc)) from None
             raise
 
-    def _loads(self, text: str) -> Any:
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            raise StoreDamaged(self.path, f"a stored value is not JSON ({exc})") from None
+    def _loads(self, text: str, want: type | None = dict) -> Any:
+        value, why = _parse(text, want)
+        if why is not None:
+            raise StoreDamaged(self.path, f"a stored value is {why}")
+        return value
 
     def close(self) -> None:
         try:
@@ -332,11 +525,13 @@ class ResultStore:
             _json(record), record.get("setup_cpu_seconds"),
         )
         with self._writing():
-            self._db.execute(f"INSERT OR REPLACE INTO jobs ({', '.join(_COLUMNS)}) VALUES "
-                             f"({', '.join('?' * len(_COLUMNS))})", row)
-            self._db.execute(
+            cur = self._db.execute(f"INSERT OR REPLACE INTO jobs ({', '.join(_COLUMNS)}) "
+                                   f"VALUES ({', '.join('?' * len(_COLUMNS))})", row)
+            self._seal("jobs", cur.lastrowid)
+            cur = self._db.execute(
                 "INSERT INTO job_log (job_id, status, finished_at, stored_at) VALUES (?,?,?,?)",
                 (record["job_id"], record["status"], row[13], datetime.now(UTC).isoformat()))
+            self._seal("job_log", cur.lastrowid)
 
     def job_ids(self, statuses: Iterable[str] | None = None) -> set[str]:
         if statuses is None:
@@ -411,8 +606,10 @@ class ResultStore:
     def add_part(self, job_id: str, part: int, record: dict[str, Any]) -> None:
         """Store one finished part of a split job (replacing an earlier one of that index)."""
         with self._writing():
-            self._db.execute("INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?)",
-                             (job_id, int(part), _json(record), datetime.now(UTC).isoformat()))
+            cur = self._db.execute(
+                "INSERT OR REPLACE INTO parts (job_id, part, record, stored_at) VALUES (?,?,?,?)",
+                (job_id, int(part), _json(record), datetime.now(UTC).isoformat()))
+            self._seal("parts", cur.lastrowid)
 
     def parts_of(self, job_id: str) -> list[dict[str, Any]]:
         """The stored part records of a job, by part index (none in an older store)."""
@@ -425,8 +622,9 @@ class ResultStore:
     # ---- problems and metadata ----------------------------------------------------------
     def add_problem(self, summary: dict[str, Any]) -> None:
         with self._writing():
-            self._db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)",
-                             (summary["name"], _json(summary)))
+            cur = self._db.execute("INSERT OR REPLACE INTO problems (name, summary) VALUES (?, ?)",
+                                   (summary["name"], _json(summary)))
+            self._seal("problems", cur.lastrowid)
 
     def problems(self) -> dict[str, dict[str, Any]]:
         return {name: self._loads(s) for name, s in
@@ -434,18 +632,23 @@ class ResultStore:
 
     def set_metadata(self, key: str, value: Any) -> None:
         with self._writing():
-            self._db.execute("INSERT OR REPLACE INTO metadata VALUES (?, ?)", (key, _json(value)))
+            cur = self._db.execute("INSERT OR REPLACE INTO metadata (key, value) VALUES (?, ?)",
+                                   (key, _json(value)))
+            self._seal("metadata", cur.lastrowid)
 
     def metadata(self) -> dict[str, Any]:
-        return {k: self._loads(v) for k, v in self._rows("SELECT key, value FROM metadata")}
+        return {k: self._loads(v, None) for k, v in
+                self._rows("SELECT key, value FROM metadata")}
 
     # ---- reference values (harness.references.compute) -------------------------------------------
     def add_reference(self, record: dict[str, Any]) -> None:
         """Store a problem's reference record (replacing an earlier one of that problem)."""
         with self._writing():
-            self._db.execute('INSERT OR REPLACE INTO "references" VALUES (?, ?, ?, ?)',
-                             (record["problem"], record["fingerprint"], record["created_at"],
-                              _json(record)))
+            cur = self._db.execute(
+                'INSERT OR REPLACE INTO "references" (problem, fingerprint, created_at, record) '
+                "VALUES (?, ?, ?, ?)", (record["problem"], record["fingerprint"],
+                                        record["created_at"], _json(record)))
+            self._seal("references", cur.lastrowid)
 
     def references(self) -> dict[str, dict[str, Any]]:
         """{problem name: reference record} of every stored reference (none in a store made
@@ -474,64 +677,93 @@ def salvage(path: str | Path) -> Salvage:
     Rows are read one at a time in rowid order; where a read fails (a damaged or missing
     page), the next readable rowid is found by doubling the step and then bisecting back,
     so a damaged stretch of the table costs O(log rowid) reads and the rows on both sides are
-    kept. `writable_schema` (a setting of this connection only) lets SQLite open a file
-    shorter than its header says (a truncated store). Raises StoreDamaged if nothing of the
-    file can be read as SQLite.
+    kept. A row is kept only if it matches its checksum (a row without one, from an older
+    store: if its JSON parses to the right type). Bounded in time and memory: rowids must
+    increase (a damaged page that answers with an earlier rowid ends the table's read), and
+    no table yields more rows than the file's pages can hold. `writable_schema` (a setting
+    of this connection only) lets SQLite open a file shorter than its header says (a
+    truncated store). Raises StoreDamaged if nothing of the file can be read as SQLite.
     """
-    path = Path(path)
+    path = store_file(path) or Path(path)
     try:
-        db = read_only_connection(path)
-        db.text_factory = bytes
+        size = path.stat().st_size
+        # a write-ahead log that is not SQLite's: read the file alone (and create no -shm)
+        db = read_only_connection(path, ignore_wal=_wal_damage(path) is not None)
         db.execute("PRAGMA writable_schema=ON")
-        tables = {r[0].decode() for r in
+        tables = {r[0] for r in
                   db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        page_size = db.execute("PRAGMA page_size").fetchone()[0] or 4096
     except sqlite3.DatabaseError as exc:
         raise StoreDamaged(path, f"nothing can be read ({exc})",
                            "restore it from a backup, or start a new store with --store") \
             from None
+    # a cell of a table's leaf page takes at least 4 bytes of it, plus a 2-byte pointer
+    most = max(1, size // page_size + 1) * (page_size // 6 + 1)
     unreadable = 0
 
-    def values(table: str, columns: str) -> Iterator[tuple[Any, ...]]:
+    def values(table: str, key: str | None, value: str) -> Iterator[tuple[Any, Any]]:
         nonlocal unreadable
         if table not in tables:
             return
-        rows, skipped = _readable_rows(db, table, columns)
+        have = {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
+        columns, parsed = _SEALED[table]
+        columns = [c for c in columns if c in have]
+        if (key is not None and key not in columns) or value not in columns:
+            return
+        if _CHECKSUM in have:
+            columns.append(_CHECKSUM)
+        rows, skipped = _readable_rows(db, table, ", ".join(columns), most)
         unreadable += skipped
+        at = {c: i for i, c in enumerate(columns)}
         for row in rows:
-            try:
-                yield (*row[:-1], json.loads(row[-1].decode("utf-8")))
-            except (ValueError, AttributeError):
+            if _CHECKSUM in at and row[-1] is not None:
+                try:
+                    sound = checksum(row[:-1]) == row[-1]
+                except TypeError:
+                    sound = False
+                if not sound:
+                    unreadable += 1
+                    continue
+            parsed_value, why = _parse(row[at[value]], parsed[value])
+            if why is not None or (key is not None and not isinstance(row[at[key]], str)):
                 unreadable += 1
+                continue
+            yield (row[at[key]] if key else None), parsed_value
 
     with closing(db):
-        records = [v[0] for v in values("jobs", "record")]
-        problems = {k.decode(): v for k, v in values("problems", "name, summary")
-                    if isinstance(k, bytes)}
-        metadata = {k.decode(): v for k, v in values("metadata", "key, value")
-                    if isinstance(k, bytes)}
+        records = [v for _, v in values("jobs", None, "record") if _IDENTITY <= set(v)]
+        problems = dict(values("problems", "name", "summary"))
+        metadata = dict(values("metadata", "key", "value"))
     return Salvage(records, problems, metadata, unreadable)
 
 
-def _readable_rows(db: sqlite3.Connection, table: str, columns: str
+def _readable_rows(db: sqlite3.Connection, table: str, columns: str, most: int
                    ) -> tuple[list[tuple], int]:
-    """(the readable rows of `table` as (columns...), damaged stretches skipped)."""
-    sql = f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT 1"
+    """(the readable rows of `table` as (columns...), damaged stretches skipped); at most
+    `most` rows and as many damaged stretches, rowids strictly increasing."""
+    sql = f'SELECT rowid, {columns} FROM "{table}" WHERE rowid > ? ORDER BY rowid LIMIT 1'
     largest = 2 ** 63 - 1
 
     def readable(after: int) -> tuple | None | bool:
         try:
-            return db.execute(sql, (after,)).fetchone()
-        except sqlite3.DatabaseError:
+            row = db.execute(sql, (after,)).fetchone()
+        except (sqlite3.DatabaseError, ValueError):     # ValueError: text not UTF-8
             return False
+        if row is not None and not (isinstance(row[0], int) and row[0] > after):
+            return False    # a damaged page answering with an earlier rowid: never loop
+        return row
 
-    rows, skipped, after = [], 0, -(2 ** 63)
-    while True:
+    rows: list[tuple] = []
+    skipped, after = 0, -(2 ** 63)
+    while len(rows) < most and skipped < most:
         row = readable(after)
         if row is None:
             return rows, skipped
         if row is not False:
             rows.append(row[1:])
             after = row[0]
+            if after >= largest:
+                return rows, skipped
             continue
         skipped += 1
         bad, step = after, 1          # bad: a start that fails; find one that reads
@@ -547,3 +779,4 @@ def _readable_rows(db: sqlite3.Connection, table: str, columns: str
             else:
                 good = mid
         after = good
+    return rows, skipped

@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from harness.core.errors import InputError
 from harness.execution.provenance import environment_facts
 from harness.execution.split import PART_KEY_PREFIX, part_result, part_spec, run_part
-from harness.execution.store import ResultStore, StoreFull, held_records
+from harness.execution.store import ResultStore, StoreFull, held_records, store_file
 from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
@@ -100,8 +100,8 @@ def stored_job_ids(store_path: Path, rerun_failed: bool = False) -> set[str] | N
     """The job ids a store holds (status ok only, if rerun_failed), with those a full disk
     held back for the next run to import, read-only; None if there is no store there yet.
     Nothing is created or modified; a damaged store is refused."""
-    path = Path(store_path)
-    if not path.is_file():
+    path = store_file(store_path)    # a dangling symlink, a FIFO, a folder: StoreDamaged
+    if path is None:
         return None
     with ResultStore(path, read_only=True) as db:
         ids = db.job_ids(["ok"] if rerun_failed else None)

@@ -150,13 +150,14 @@ def test_export_salvages_the_readable_jobs_of_a_damaged_store(damaged, clean_sto
 
 def test_damage_inside_a_record_is_one_line_not_a_traceback(clean_store, tmp_path, capsys):
     """Bytes changed inside a record's text pass quick_check (no checksums in SQLite) but
-    are found when read: refused like any damage, and export keeps the other rows."""
+    not the store's own check at open: refused like any damage, and export keeps the other
+    rows."""
     path = tmp_path / "s.sqlite"
     data = bytearray(clean_store[0].read_bytes())
     at = data.index(b'"job_id": "00000000001e"')
     data[at + 2:at + 8] = b"\xff\xfe\x00\x80\xff\xfe"
     path.write_bytes(bytes(data))
-    assert damage(path) is None
+    assert "decode" in damage(path)
     assert main(["report", "--store", str(path), "--out", str(tmp_path / "r"), "--no-pdf"]) == 2
     assert f"{path} is damaged" in _one_line(capsys)
     assert main(["export", "--store", str(path), "--out", str(tmp_path / "rows.csv")]) == 1
