@@ -1,9 +1,11 @@
-"""What the store's integrity check costs at open (issue 17): `PRAGMA quick_check` on a store
-of --jobs jobs (records shaped like a sweep's: copies of real run_job records of small jobs
-with job ids of their own), against what every opener already does in the same run: reading
-the job ids (a sweep's resume), and reading and parsing every record (report, export).
-Best of --repeats, page cache warm (a first, cold read of the file costs the disk's time for
-its size in every case).
+"""What the store's integrity check costs at open (issues 17 and 24): the whole check (`damage`:
+file, write-ahead log, `PRAGMA quick_check`, schema, every row's checksum) and its parts, on a
+store of --jobs jobs (records shaped like a sweep's: copies of real run_job records of small
+jobs with job ids of their own, inserted in one transaction and sealed as a writer seals them),
+against what every opener already does in the same run: reading the job ids (a sweep's
+resume), and reading and parsing every record (report, export); and the check of the same
+store made before checksums (every row's JSON parsed instead). Best of --repeats, page cache
+warm (a first, cold read of the file costs the disk's time for its size in every case).
 
     python benchmarks/bench_store.py [--jobs 10000] [--repeats 5]
 """
@@ -44,7 +46,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    from harness.execution.store import ResultStore, damage
+    from contextlib import closing
+
+    from harness.execution.store import _COLUMNS, ResultStore, _check, _row_damage, damage
+    from harness.execution.store import read_only_connection as ro
     from harness.sweep.execute import run_job
     from harness.sweep.plan import plan
     from harness.sweep.spec import parse_sweep
@@ -53,9 +58,17 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bench.sqlite"
         with ResultStore(path) as store:
-            for i in range(args.jobs):
-                store.add_record({**records[i % len(records)], "job_id": f"{i:012x}"})
+            store.add_record(records[0])
+            row = store._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs").fetchone()
+            rows = [(f"{i:012x}", *row[1:14], row[14].replace(records[0]["job_id"], f"{i:012x}"),
+                     row[15]) for i in range(args.jobs)]
+            with store._db:
+                store._db.execute("DELETE FROM jobs")
+                store._db.executemany(f"INSERT INTO jobs ({', '.join(_COLUMNS)}) VALUES "
+                                      f"({', '.join('?' * len(_COLUMNS))})", rows)
+                store._seal_unsealed()       # as a writer seals each row it stores
         size = path.stat().st_size / 1e6
+        assert damage(path) is None
 
         def ids():
             with ResultStore(path, read_only=True) as s:
@@ -65,13 +78,29 @@ def main():
             with ResultStore(path, read_only=True) as s:
                 s.records()
 
+        def quick_check():
+            with closing(ro(path)) as db:
+                db.execute("PRAGMA quick_check(3)").fetchall()
+
+        def rows_check():
+            with closing(ro(path)) as db:
+                assert _row_damage(db) is None
+
         check = best(lambda: damage(path), args.repeats)
+        t_quick = best(quick_check, args.repeats)
+        t_rows = best(rows_check, args.repeats)
         t_ids = best(ids, args.repeats)            # includes its own check
         t_all = best(read_all, args.repeats)       # includes its own check
+        with closing(__import__("sqlite3").connect(path)) as db:   # as made before checksums
+            db.execute("UPDATE jobs SET checksum = NULL")
+            db.commit()
+        legacy = best(lambda: _check(path), args.repeats)
     print(f"store: {args.jobs} jobs, {size:.1f} MB")
-    print(f"integrity check (header, quick_check, tables): {check:.3f} s")
+    print(f"integrity check at open (damage): {check:.3f} s "
+          f"(quick_check {t_quick:.3f} s, row checksums {t_rows:.3f} s)")
     print(f"open read-only + job ids:  {t_ids:.3f} s (check = {check / t_ids:.0%} of it)")
     print(f"open read-only + records:  {t_all:.3f} s (check = {check / t_all:.0%} of it)")
+    print(f"check of the same store made before checksums (JSON parsed): {legacy:.3f} s")
 
 
 if __name__ == "__main__":
