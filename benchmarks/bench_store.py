@@ -1,5 +1,5 @@
 """What the store's integrity check costs at open (issues 17 and 24): the whole check (`damage`:
-file, write-ahead log, `PRAGMA quick_check`, schema, every row's checksum) and its parts, on a
+file, write-ahead log, `PRAGMA integrity_check`, schema, every row's checksum) and its parts, on a
 store of --jobs jobs (records shaped like a sweep's: copies of real run_job records of small
 jobs with job ids of their own, inserted in one transaction and sealed as a writer seals them),
 against what every opener already does in the same run: reading the job ids (a sweep's
@@ -78,16 +78,16 @@ def main():
             with ResultStore(path, read_only=True) as s:
                 s.records()
 
-        def quick_check():
+        def integrity_check():
             with closing(ro(path)) as db:
-                db.execute("PRAGMA quick_check(3)").fetchall()
+                db.execute("PRAGMA integrity_check(3)").fetchall()
 
         def rows_check():
             with closing(ro(path)) as db:
                 assert _row_damage(db) is None
 
         check = best(lambda: damage(path), args.repeats)
-        t_quick = best(quick_check, args.repeats)
+        t_quick = best(integrity_check, args.repeats)
         t_rows = best(rows_check, args.repeats)
         t_ids = best(ids, args.repeats)            # includes its own check
         t_all = best(read_all, args.repeats)       # includes its own check
@@ -97,7 +97,7 @@ def main():
         legacy = best(lambda: _check(path), args.repeats)
     print(f"store: {args.jobs} jobs, {size:.1f} MB")
     print(f"integrity check at open (damage): {check:.3f} s "
-          f"(quick_check {t_quick:.3f} s, row checksums {t_rows:.3f} s)")
+          f"(integrity_check {t_quick:.3f} s, row checksums {t_rows:.3f} s)")
     print(f"open read-only + job ids:  {t_ids:.3f} s (check = {check / t_ids:.0%} of it)")
     print(f"open read-only + records:  {t_all:.3f} s (check = {check / t_all:.0%} of it)")
     print(f"check of the same store made before checksums (JSON parsed): {legacy:.3f} s")

@@ -30,12 +30,13 @@ Faults (issue 17):
   `StoreDamaged` (exit 2, one line: restore it, start a new store, or `export` what is
   readable, `salvage`), before anything is read or written. The check covers what the
   harness reads: the file (`store_file`: a symlink resolved; dangling, looping, a folder, a
-  FIFO, a device refused), its write-ahead log's header, `PRAGMA quick_check`, the schema
-  (the harness's tables and columns as `_build` declares them; no trigger, no view) and every
+  FIFO, a device refused), its write-ahead log's header, `PRAGMA integrity_check` (pages,
+  and indexes matching their tables: the harness reads through them), the schema (the
+  harness's tables and columns as `_build` declares them; no trigger, no view) and every
   row of the harness's tables (`_SEALED`): each row is written with a `checksum` column, the
   SHA-256 (32 hex digits) of the canonical JSON of its values as stored (`checksum`), set in
   the same transaction from the row read back. 10,000 jobs (42 MB, page cache warm): 0.2 s,
-  of which quick_check 0.03 s (benchmarks/bench_store.py).
+  of which integrity_check 0.03 s (benchmarks/bench_store.py).
   Migration: a store made before checksums (no `checksum` columns, or rows with NULL
   there, written by an older harness) is checked by parsing each row's JSON (an object
   where a record is expected); the first writer that opens it adds the columns and seals
@@ -240,7 +241,7 @@ def damage(path: str | Path) -> str | None:
     """Why the file at `path` is not a sound results store (None: it is one). Read-only.
 
     Covers what the harness reads: the file (a regular SQLite file, a symlink resolved), its
-    write-ahead log's header, `PRAGMA quick_check`, the schema (the harness's tables with
+    write-ahead log's header, `PRAGMA integrity_check`, the schema (the harness's tables with
     their columns as the harness declares them; no trigger or view) and every row of the
     harness's tables (its checksum; a row of an older store without one: its JSON parses to
     the right type)."""
@@ -369,11 +370,13 @@ def _row_damage(db: sqlite3.Connection) -> str | None:
 def _check(path: Path) -> str | None:
     try:
         with closing(read_only_connection(path)) as db:
-            found = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+            db.text_factory = lambda b: b.decode("utf-8", "replace")  # its messages quote pages
+            found = [r[0] for r in db.execute("PRAGMA integrity_check(3)")]
             if found != ["ok"]:
-                return "quick_check: " + "; ".join(found)
+                return "integrity_check: " + "; ".join(found)
+            db.text_factory = str
             return _schema_damage(db) or _row_damage(db)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, ValueError) as exc:   # ValueError: text that is not UTF-8
         return str(exc)
 
 

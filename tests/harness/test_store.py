@@ -149,7 +149,7 @@ def test_export_salvages_the_readable_jobs_of_a_damaged_store(damaged, clean_sto
 
 
 def test_damage_inside_a_record_is_one_line_not_a_traceback(clean_store, tmp_path, capsys):
-    """Bytes changed inside a record's text pass quick_check (no checksums in SQLite) but
+    """Bytes changed inside a record's text pass integrity_check (no checksums in SQLite) but
     not the store's own check at open: refused like any damage, and export keeps the other
     rows."""
     path = tmp_path / "s.sqlite"

@@ -357,13 +357,17 @@ TABLES = ("jobs", "problems", "metadata", "job_log", "references", "parts")
 
 def _content(path: Path):
     """What the harness reads of a store, as SQLite reads it: every row of its tables (in
-    rowid order, all columns) and the columns SQLite declares for them; None if unreadable."""
+    rowid order, all columns), the columns SQLite declares for them and what its indexes
+    give the harness's queries; None if unreadable."""
     try:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)) as db:
             db.text_factory = bytes
             return [(db.execute(f'PRAGMA table_info("{t}")').fetchall(),
                      db.execute(f'SELECT rowid, * FROM "{t}" ORDER BY rowid').fetchall())
-                    for t in TABLES]
+                    for t in TABLES] + [db.execute(sql).fetchall() for sql in (
+                        "SELECT job_id FROM jobs",              # through the key's index
+                        "SELECT job_id, status FROM jobs WHERE job_id > ''",
+                        "SELECT rowid FROM jobs ORDER BY problem, method, budget")]
     except sqlite3.DatabaseError:
         return None
 
