@@ -36,8 +36,10 @@ estimate), so a split estimate is exactly the estimate of all P x K randomisatio
 
 Weight diagnostics: on GP covariances the SOV weights can be heavy-tailed; then a few samples
 carry the estimate and log Ẑ is biased low (Jensen, and the spread understates the error). The
-effective sample size (Σ W)^2 / Σ W^2 and the largest weight's share are reported so that a user
-can see it.
+effective sample size (Σ W)^2 / Σ W^2, the largest weight's share and the Pareto k̂ of all the
+weights (`pareto_k`, harness.core.tails; SovSums ships the largest log weights so that split
+estimates refit it exactly) are reported so that a user can see it; k̂ > 1 marks the run
+unreliable (harness.model.reliability).
 
 Sensitivity and degenerate weights (issue 14; 2-D RBF orthant, uniform points, alpha = 0.02, R =
 K + I). The walk is NOT chaotic: for the same points, sov-tlr at tolerance 1e-8 and 0 gave
