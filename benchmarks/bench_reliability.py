@@ -89,7 +89,8 @@ def one_run(family, n, spec, method, budget, seed, problems):
            "cpu": time.process_time() - t, "ess": d.get("ess"),
            "ess_fraction": d.get("ess_fraction"),
            "top_share": d.get("top_randomisation_share"), "pareto_k": d.get("pareto_k"),
-           "lz_sd": d.get("log_z_randomisation_sd"), "z_logz": None, "z_test": None}
+           "lz_sd": d.get("log_z_randomisation_sd"), "z_logz": None, "z_test": None,
+           "lineage_fraction": d.get("ancestor_lineage_fraction")}
     lz, se = est.log_marginal_likelihood, est.log_marginal_likelihood_se
     if est.status in ("ok", "unreliable") and lz is not None and se:
         rec["z_logz"] = abs(lz - p.truth.log_marginal_likelihood) / se
@@ -163,6 +164,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default="")
     parser.add_argument("--analyse", default="")
+    parser.add_argument("--methods", default="", help="only these (comma-separated)")
     args = parser.parse_args()
     if args.analyse:
         with open(args.analyse) as f:
@@ -173,6 +175,8 @@ def main():
     runs, problems = [], {}
     out = open(args.out, "w") if args.out else None
     todo = sorted(plan(args.quick), key=lambda x: x[2]) + quick_plan(args.quick)
+    if args.methods:
+        todo = [job for job in todo if job[3] in args.methods.split(",")]
     t0 = time.time()
     for i, job in enumerate(todo):
         r = one_run(*job, problems)

@@ -131,6 +131,10 @@ class SovStep:
         """Each sample's final log weight (the estimate of its randomisation is their mean)."""
         return self.logw
 
+    def lineages(self) -> int | None:
+        """Distinct first-variable ancestors of the final samples (None: no resampling)."""
+        return None
+
 
 @dataclass
 class Factor:
@@ -161,6 +165,7 @@ class SovRun:
     max_weight_share: float
     chunks: int
     pareto_k: float | None = None   # PSIS tail index of all the weights (tail_index)
+    lineages: int | None = None     # SovSums.lineages
 
 
 @dataclass(frozen=True)
@@ -178,13 +183,16 @@ class SovSums:
     top_log_w: np.ndarray = field(default_factory=lambda: np.empty(0))
     #                              the largest log weights (descending): at least the
     #                              tails.top_count(Σ sizes) that Pareto k̂ is fitted to
+    lineages: int | None = None  # distinct first-variable ancestors, summed over the
+    #                              populations (resampling methods only: methods.sir)
 
     def to_json(self) -> dict:
         """Plain JSON-safe data (harness.core.partdata: -inf log-sums as None)."""
         return {"sizes": [int(m) for m in self.sizes], "log_sum_w": encode_logs(self.log_w),
                 "log_sum_w_test": encode_logs(self.log_wf), "log_sum_w2": encode_log(self.log_w2),
                 "max_log_w": encode_log(self.max_log_w), "chunks": int(self.chunks),
-                "top_log_w": encode_logs(self.top_log_w)}
+                "top_log_w": encode_logs(self.top_log_w),
+                **({} if self.lineages is None else {"lineages": int(self.lineages)})}
 
     @classmethod
     def from_json(cls, data: dict, n_test: int) -> SovSums:
@@ -192,7 +200,8 @@ class SovSums:
         log_wf = decode_logs(data["log_sum_w_test"]).reshape(len(sizes), n_test)
         return cls(sizes, decode_logs(data["log_sum_w"]).reshape(len(sizes)), log_wf,
                    decode_log(data["log_sum_w2"]), decode_log(data["max_log_w"]),
-                   int(data["chunks"]), decode_logs(data.get("top_log_w", [])).ravel())
+                   int(data["chunks"]), decode_logs(data.get("top_log_w", [])).ravel(),
+                   None if data.get("lineages") is None else int(data["lineages"]))
 
     @classmethod
     def concat(cls, sums: list[SovSums]) -> SovSums:
@@ -205,7 +214,9 @@ class SovSums:
                    float(np.logaddexp.reduce([s.log_w2 for s in sums])),
                    max(s.max_log_w for s in sums), sum(s.chunks for s in sums),
                    top_log_weights(np.concatenate([s.top_log_w for s in sums]),
-                                   top_count(int(sum(s.sizes.sum() for s in sums)))))
+                                   top_count(int(sum(s.sizes.sum() for s in sums)))),
+                   None if any(s.lineages is None for s in sums)
+                   else sum(s.lineages for s in sums))
 
 
 def top_log_weights(log_w: np.ndarray, m: int) -> np.ndarray:
@@ -250,7 +261,7 @@ def sov_run(sums: SovSums) -> SovRun:
                   test=test,
                   test_se=test_se, ess=float(np.exp(2 * total - sums.log_w2)),
                   max_weight_share=float(np.exp(sums.max_log_w - total)), chunks=sums.chunks,
-                  pareto_k=tail_index(sums))
+                  pareto_k=tail_index(sums), lineages=sums.lineages)
 
 
 class SetupFailed(Exception):
@@ -366,6 +377,7 @@ class Sov(SplitsEstimates, Method):
         lse2, max_logw, chunks = -np.inf, -np.inf, 0
         keep = top_count(int(sizes.sum()))        # the largest log weights k̂ needs
         top = np.empty(0)
+        lineages = 0
         for a in range(0, int(sizes.max()), per_base):
             E, rows = points.log_complement(a, min(a + per_base, int(sizes.max())))
             step = self.make_step(E, rows, rng)
@@ -377,10 +389,13 @@ class Sov(SplitsEstimates, Method):
             lse2 = np.logaddexp(lse2, logsumexp(2.0 * logw))
             max_logw = max(max_logw, float(logw.max()))
             top = top_log_weights(np.concatenate([top, logw]), keep)
+            chunk_lineages = step.lineages()
+            lineages = None if chunk_lineages is None or lineages is None \
+                else lineages + chunk_lineages
             if n_test:
                 self._accumulate_tests(fac, result, logw, rows, num)
             chunks += 1
-        return SovSums(sizes, lse, num, float(lse2), max_logw, chunks, top)
+        return SovSums(sizes, lse, num, float(lse2), max_logw, chunks, top, lineages)
 
     @staticmethod
     def _accumulate_tests(fac: Factor, result: WalkResult, logw, rows, num) -> None:
@@ -464,6 +479,9 @@ class Sov(SplitsEstimates, Method):
             "ess_fraction": run.ess / int(run.sizes.sum()),
             "max_weight_share": run.max_weight_share,
             "pareto_k": run.pareto_k,
+            **({} if run.lineages is None else {
+                "ancestor_lineages": run.lineages,
+                "ancestor_lineage_fraction": run.lineages / int(run.sizes.sum())}),
             **setup,
         }
         if not np.isfinite(run.log_z):

@@ -278,3 +278,5 @@ def test_pareto_k_of_a_split_estimate_is_that_of_all_its_weights(name, monkeypat
     k_all = pareto_k(np.concatenate(seen))
     assert combined.diagnostics["pareto_k"] == pytest.approx(k_all, abs=1e-12)
     assert all(len(p["top_log_w"]) <= 3 * np.sqrt(p["budget"]) + 2 for p in parts)
+    if name == "sir":   # distinct first-variable ancestors add up over the populations
+        assert combined.diagnostics["ancestor_lineages"] == sum(p["lineages"] for p in parts)
