@@ -36,8 +36,10 @@ estimate), so a split estimate is exactly the estimate of all P x K randomisatio
 
 Weight diagnostics: on GP covariances the SOV weights can be heavy-tailed; then a few samples
 carry the estimate and log Ẑ is biased low (Jensen, and the spread understates the error). The
-effective sample size (Σ W)^2 / Σ W^2 and the largest weight's share are reported so that a user
-can see it.
+effective sample size (Σ W)^2 / Σ W^2, the largest weight's share and the Pareto k̂ of all the
+weights (`pareto_k`, harness.core.tails; SovSums ships the largest log weights so that split
+estimates refit it exactly) are reported so that a user can see it; k̂ > 1 marks the run
+unreliable (harness.model.reliability).
 
 Sensitivity and degenerate weights (issue 14; 2-D RBF orthant, uniform points, alpha = 0.02, R =
 K + I). The walk is NOT chaotic: for the same points, sov-tlr at tolerance 1e-8 and 0 gave
@@ -88,6 +90,7 @@ from harness.core.qmc import (
 )
 from harness.core.reorder import REORDERINGS
 from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
+from harness.core.tails import pareto_k, top_count
 from harness.core.truncnorm import draw_above
 from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
@@ -128,6 +131,10 @@ class SovStep:
         """Each sample's final log weight (the estimate of its randomisation is their mean)."""
         return self.logw
 
+    def lineages(self) -> int | None:
+        """Distinct first-variable ancestors of the final samples (None: no resampling)."""
+        return None
+
 
 @dataclass
 class Factor:
@@ -157,6 +164,8 @@ class SovRun:
     ess: float
     max_weight_share: float
     chunks: int
+    pareto_k: float | None = None   # PSIS tail index of all the weights (tail_index)
+    lineages: int | None = None     # SovSums.lineages
 
 
 @dataclass(frozen=True)
@@ -171,12 +180,19 @@ class SovSums:
     log_w2: float                # log Σ W² over every point
     max_log_w: float             # the largest log weight
     chunks: int                  # memory chunks the points were walked in
+    top_log_w: np.ndarray = field(default_factory=lambda: np.empty(0))
+    #                              the largest log weights (descending): at least the
+    #                              tails.top_count(Σ sizes) that Pareto k̂ is fitted to
+    lineages: int | None = None  # distinct first-variable ancestors, summed over the
+    #                              populations (resampling methods only: methods.sir)
 
     def to_json(self) -> dict:
         """Plain JSON-safe data (harness.core.partdata: -inf log-sums as None)."""
         return {"sizes": [int(m) for m in self.sizes], "log_sum_w": encode_logs(self.log_w),
                 "log_sum_w_test": encode_logs(self.log_wf), "log_sum_w2": encode_log(self.log_w2),
-                "max_log_w": encode_log(self.max_log_w), "chunks": int(self.chunks)}
+                "max_log_w": encode_log(self.max_log_w), "chunks": int(self.chunks),
+                "top_log_w": encode_logs(self.top_log_w),
+                **({} if self.lineages is None else {"lineages": int(self.lineages)})}
 
     @classmethod
     def from_json(cls, data: dict, n_test: int) -> SovSums:
@@ -184,7 +200,8 @@ class SovSums:
         log_wf = decode_logs(data["log_sum_w_test"]).reshape(len(sizes), n_test)
         return cls(sizes, decode_logs(data["log_sum_w"]).reshape(len(sizes)), log_wf,
                    decode_log(data["log_sum_w2"]), decode_log(data["max_log_w"]),
-                   int(data["chunks"]))
+                   int(data["chunks"]), decode_logs(data.get("top_log_w", [])).ravel(),
+                   None if data.get("lineages") is None else int(data["lineages"]))
 
     @classmethod
     def concat(cls, sums: list[SovSums]) -> SovSums:
@@ -195,7 +212,30 @@ class SovSums:
                    np.concatenate([s.log_w for s in sums]),
                    np.concatenate([s.log_wf for s in sums]),
                    float(np.logaddexp.reduce([s.log_w2 for s in sums])),
-                   max(s.max_log_w for s in sums), sum(s.chunks for s in sums))
+                   max(s.max_log_w for s in sums), sum(s.chunks for s in sums),
+                   top_log_weights(np.concatenate([s.top_log_w for s in sums]),
+                                   top_count(int(sum(s.sizes.sum() for s in sums)))),
+                   None if any(s.lineages is None for s in sums)
+                   else sum(s.lineages for s in sums))
+
+
+def top_log_weights(log_w: np.ndarray, m: int) -> np.ndarray:
+    """The m largest of log_w (all of them if fewer), descending."""
+    if len(log_w) > m:
+        log_w = np.partition(log_w, len(log_w) - m)[len(log_w) - m:]
+    return np.sort(log_w)[::-1]
+
+
+def tail_index(sums: SovSums) -> float | None:
+    """Pareto k̂ of all the weights of every randomisation (harness.core.tails) from the
+    shipped largest log weights; None when it cannot be computed (fewer than 5 points, too
+    few largest weights shipped — parts from before the diagnostic) or is infinite (fewer
+    than 5 weights within 708 nats of the largest: collapse, which the ESS rule sees)."""
+    S = int(sums.sizes.sum())
+    if S < 5 or len(sums.top_log_w) < top_count(S):
+        return None
+    k = pareto_k(sums.top_log_w, S)
+    return float(k) if np.isfinite(k) else None
 
 
 def sov_run(sums: SovSums) -> SovRun:
@@ -220,7 +260,8 @@ def sov_run(sums: SovSums) -> SovRun:
                   log_z_delta_se=err.delta_se, k_eff=err.k_eff, top_share=err.top_share,
                   test=test,
                   test_se=test_se, ess=float(np.exp(2 * total - sums.log_w2)),
-                  max_weight_share=float(np.exp(sums.max_log_w - total)), chunks=sums.chunks)
+                  max_weight_share=float(np.exp(sums.max_log_w - total)), chunks=sums.chunks,
+                  pareto_k=tail_index(sums), lineages=sums.lineages)
 
 
 class SetupFailed(Exception):
@@ -334,6 +375,9 @@ class Sov(SplitsEstimates, Method):
         lse = np.full(K, -np.inf)                 # log Σ W over each randomisation
         num = np.full((K, n_test), -np.inf)       # log Σ W Φ(c*/s) over each randomisation
         lse2, max_logw, chunks = -np.inf, -np.inf, 0
+        keep = top_count(int(sizes.sum()))        # the largest log weights k̂ needs
+        top = np.empty(0)
+        lineages = 0
         for a in range(0, int(sizes.max()), per_base):
             E, rows = points.log_complement(a, min(a + per_base, int(sizes.max())))
             step = self.make_step(E, rows, rng)
@@ -344,10 +388,14 @@ class Sov(SplitsEstimates, Method):
                 lse[k] = np.logaddexp(lse[k], logsumexp(logw[r0 : r0 + m]))
             lse2 = np.logaddexp(lse2, logsumexp(2.0 * logw))
             max_logw = max(max_logw, float(logw.max()))
+            top = top_log_weights(np.concatenate([top, logw]), keep)
+            chunk_lineages = step.lineages()
+            lineages = None if chunk_lineages is None or lineages is None \
+                else lineages + chunk_lineages
             if n_test:
                 self._accumulate_tests(fac, result, logw, rows, num)
             chunks += 1
-        return SovSums(sizes, lse, num, float(lse2), max_logw, chunks)
+        return SovSums(sizes, lse, num, float(lse2), max_logw, chunks, top, lineages)
 
     @staticmethod
     def _accumulate_tests(fac: Factor, result: WalkResult, logw, rows, num) -> None:
@@ -400,7 +448,7 @@ class Sov(SplitsEstimates, Method):
         except SetupFailed as exc:
             return {"failed": str(exc)}
         sums = self.sums(problem, budget, rng, fac)
-        bad = [v for v in (sums.log_w, sums.log_wf, sums.log_w2, sums.max_log_w)
+        bad = [v for v in (sums.log_w, sums.log_wf, sums.log_w2, sums.max_log_w, sums.top_log_w)
                if np.any(np.isnan(v) | (np.asarray(v) == np.inf))]
         if bad:
             return {"failed": "the SOV weights are not finite (NaN or +inf log-sums)"}
@@ -430,6 +478,10 @@ class Sov(SplitsEstimates, Method):
             "ess": run.ess,
             "ess_fraction": run.ess / int(run.sizes.sum()),
             "max_weight_share": run.max_weight_share,
+            "pareto_k": run.pareto_k,
+            **({} if run.lineages is None else {
+                "ancestor_lineages": run.lineages,
+                "ancestor_lineage_fraction": run.lineages / int(run.sizes.sum())}),
             **setup,
         }
         if not np.isfinite(run.log_z):

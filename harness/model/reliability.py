@@ -22,7 +22,25 @@ The rules and their thresholds (measured; see the tests in tests/harness/test_re
   are reset by resampling (its ESS stays ~ budget / 10 on the issue's cases while one
   population holds 1.000 of Ẑ). Quick sweep: at most 0.85 (`sir`, budget 100, 10 particles a
   population); RBF case above: `sir` at most 0.987 at budget 100.
-- both rules only from MIN_POINTS (= 100) points: with a handful of points one dominant weight
+- tail: Pareto k̂ of the weights (harness.core.tails, PSIS's fit to the largest min(S/5, 3√S) of
+  all S weights of all randomisations) above PARETO_K_MAX (= 1: the fitted tail has no finite
+  mean). This is the rule for heavy-tailed SOV weights on short-range covariances, where ESS
+  stays between 1.1 and a few dozen. Measured with exact truth (benchmarks/bench_reliability.py;
+  6 seeds; markov1d N = 500 and 2,000, rho = 0.9 and 0.99, hard one-factor N = 500, linear1d-p2;
+  budgets 1e3, 1e4; N = 2,000 at 1e4 for sov-tlr and minimax-tilting only): every `sov` /
+  `sov-tlr` run on markov1d was >= 3 SE off (84 of 84) with k̂ 2.25-18.2, and the ESS /
+  randomisation rules had flagged 36 of them; with k̂ > 1 all 84 are flagged. Within 3 SE, k̂
+  was at most 0.38 on the quick sweep (sov, sov-tlr, 5 seeds x 5 problems x 2 budgets) and up to
+  1.23 on the hard one-factor at 1e3 (2 of 24 correct runs flagged for each of sov and sov-tlr,
+  3 with 0.7). `minimax-tilting` bounds the weights: k̂ -0.67 to 0.34 at N <= 500, 0.40-0.97 on
+  markov1d N = 2,000, where its log Z was within 2.7 SE in all 24 runs (errors up to 0.63 nats
+  at 1e3, the SE to match) and the worst of 20 test points 3.0-4.2 SE off in 7 (the t-tail
+  below): PSIS's 0.7 would flag 7 of its 57 runs within 3 SE over the study, 1 flags none. On
+  gauss2class N = 1,000 (alpha = 0.5, issue 21) at 1e4: sov 8 nats low with k̂ 3.2, tilting
+  right with k̂ 0.44-0.64. Not applied to `sir` (tail=False): after resampling its final weights
+  are not the importance weights (their k̂ was -1.0 to 0.5 on markov1d runs that were all off,
+  up to 1.4 on correct quick-sweep runs).
+- all rules only from MIN_POINTS (= 100) points: with a handful of points one dominant weight
   is normal on easy problems (quick-sweep problems, 10 seeds: ESS < 1.1 in 25 of 70 `sov` runs
   at budget 3 and 9 of 70 at budget 10, none at 30; smallest ESS at 100: 4.6).
 - saddle point (`minimax-tilting`): not converged with max |∇ψ| > SADDLE_RESIDUAL_MAX (= 1e3).
@@ -30,6 +48,23 @@ The rules and their thresholds (measured; see the tests in tests/harness/test_re
   is harmless; the residual at μ = 0 is 8–98 on the quick sweep's problems and 0.98 after one
   Newton step in the unconverged-saddle test, while on the issue's cases Newton stops after
   100 steps at 5.9e3 and 9.7e3 (1.4e3 and 1.2e4 in the cached reordering).
+
+- paths (`sir`, runs with test points and a standard error): the final particles descend from
+  fewer than LINEAGE_FRACTION_MIN (= 5 %) of the particles at the first variable
+  (`ancestor_lineages`, summed over the populations). Resampling leaves Ẑ unbiased, but the
+  test probabilities are averages over whole paths, and after hundreds of resamplings the
+  paths of a population share their beginning. Same study: on markov1d 35 of 36 `sir` runs
+  had a test probability >= 3 SE off (the worst of 20 a median 91 SE) while the randomisation
+  rule flagged 13; their lineage fraction was 0.10-1.7 %, against 13.8 % or more on every
+  quick-sweep, one-factor and linear1d run (100 to 10^4 particles); one markov1d run within 3
+  SE (1.5 %) is flagged too. Quick sweep: 0 of 50 flagged. The issue's gauss2class case
+  (N = 1,000, alpha = 0.5, 10^4 particles; test probabilities up to 24 SE off): 0.46-0.71 %
+  over 3 seeds, flagged.
+
+What no rule catches (same study): `minimax-tilting`'s standard errors come from 10
+randomisations (9 degrees of freedom), so the worst of 20 test points lies beyond 3 SE in about
+a quarter of its runs (12 of 48 on markov1d); `rejection-bootstrap` was >= 3 SE off in log Z in
+19 of 23 markov1d N = 500 runs (median 13 SE).
 
 `rejection-bootstrap` has no rule: on both cases of the issue every particle is rejected
 (status `failed`, with the variable); its standard error (A.44) grows with 1 / (M P_i), and
@@ -42,16 +77,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 ESS_MIN = 1.1
+PARETO_K_MAX = 1.0
 RANDOMISATION_SHARE_MAX = 0.99
 MIN_POINTS = 100
 SADDLE_RESIDUAL_MAX = 1e3
+LINEAGE_FRACTION_MIN = 0.05
 
 
-def degenerate_weights(diagnostics: Mapping, budget: int) -> list[str]:
-    """Reasons (empty: none) that an importance-weighted estimate rests on one draw.
+def degenerate_weights(diagnostics: Mapping, budget: int, tail: bool = True) -> list[str]:
+    """Reasons (empty: none) that an importance-weighted estimate rests on one draw or on a
+    few draws of a heavy tail (tail=False: not the Pareto k̂ rule — `sir`, whose final
+    weights after resampling are not the importance weights the tail index is about).
 
-    Reads the SOV family's diagnostics: `ess`, `max_weight_share`, `randomisations`,
-    `top_randomisation_share`, `randomisations_effective` (methods.sov).
+    Reads the SOV family's diagnostics: `ess`, `max_weight_share`, `pareto_k`,
+    `randomisations`, `top_randomisation_share`, `randomisations_effective` (methods.sov).
     """
     if budget < MIN_POINTS:
         return []
@@ -61,12 +100,31 @@ def degenerate_weights(diagnostics: Mapping, budget: int) -> list[str]:
         reasons.append(f"weights degenerate: effective sample size {ess:.3g} of {budget} points, "
                        f"the largest weight holds {diagnostics.get('max_weight_share', 1.0):.1%}"
                        " of Ẑ")
+    k_hat = diagnostics.get("pareto_k")
+    if tail and k_hat is not None and k_hat > PARETO_K_MAX:
+        reasons.append(f"weights heavy-tailed: Pareto k̂ = {k_hat:.2f} > {PARETO_K_MAX:g} over "
+                       f"{budget} points, so Ẑ rests on a few draws and the standard error "
+                       "does not cover the error")
     top = diagnostics.get("top_randomisation_share")
     k = diagnostics.get("randomisations", 1)
     if top is not None and k >= 2 and top > RANDOMISATION_SHARE_MAX:
         reasons.append(f"randomisations degenerate: one of {k} independent randomisations "
                        f"holds {top:.1%} of Ẑ, so the standard error does not cover the error")
     return reasons
+
+
+def degenerate_paths(diagnostics: Mapping, budget: int) -> list[str]:
+    """A reason (or none) that a resampling method's test probabilities rest on a few paths:
+    its final particles descend from fewer than LINEAGE_FRACTION_MIN of its particles at the
+    first variable (`ancestor_lineages`, methods.sir). Only for runs with test points and a
+    standard error (`test_se_max`), from MIN_POINTS points on."""
+    lineages = diagnostics.get("ancestor_lineages")
+    if budget < MIN_POINTS or lineages is None or diagnostics.get("test_se_max") is None \
+            or not lineages < LINEAGE_FRACTION_MIN * budget:
+        return []
+    return [f"paths degenerate: the {budget} final particles descend from {lineages} "
+            "first-variable ancestors, so the test probabilities rest on a few paths and their "
+            "standard errors do not cover the error"]
 
 
 def unconverged_saddle_point(diagnostics: Mapping) -> list[str]:

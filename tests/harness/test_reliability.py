@@ -34,6 +34,29 @@ def test_one_randomisation_holding_the_estimate_is_degenerate_with_two_or_more()
     assert rel.degenerate_weights({**d, "top_randomisation_share": 0.99}, 1000) == []
 
 
+def test_heavy_tailed_weights_from_a_pareto_k_above_the_threshold():
+    d = {**HEALTHY, "pareto_k": 3.33}
+    assert rel.degenerate_weights(d, 10_000) == [
+        "weights heavy-tailed: Pareto k̂ = 3.33 > 1 over 10000 points, so Ẑ rests on a few "
+        "draws and the standard error does not cover the error"]
+    assert rel.degenerate_weights({**d, "pareto_k": rel.PARETO_K_MAX}, 10_000) == []
+    assert rel.degenerate_weights({**d, "pareto_k": None}, 10_000) == []   # not computed
+    assert rel.degenerate_weights(d, 10_000, tail=False) == []             # sir
+    assert rel.degenerate_weights(d, rel.MIN_POINTS - 1) == []
+
+
+def test_degenerate_paths_from_few_first_variable_ancestors_with_test_points():
+    d = {**HEALTHY, "ancestor_lineages": 17, "test_se_max": 0.01}
+    assert rel.degenerate_paths(d, 10_000) == [
+        "paths degenerate: the 10000 final particles descend from 17 first-variable "
+        "ancestors, so the test probabilities rest on a few paths and their standard errors "
+        "do not cover the error"]
+    assert rel.degenerate_paths({**d, "ancestor_lineages": 500}, 10_000) == []   # 5 %
+    assert rel.degenerate_paths({**d, "test_se_max": None}, 10_000) == []   # no test points
+    assert rel.degenerate_paths(HEALTHY, 10_000) == []                     # not resampled
+    assert rel.degenerate_paths({**d, "ancestor_lineages": 1}, rel.MIN_POINTS - 1) == []
+
+
 def test_unconverged_saddle_point_only_when_far():
     d = {"saddle_converged": 0, "saddle_residual": 1392.9, "saddle_iterations": 100}
     assert rel.unconverged_saddle_point(d) == [

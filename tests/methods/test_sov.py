@@ -211,7 +211,9 @@ def test_ratio_estimates_are_always_inside_0_1(n_train, n_test, d, log_alpha, lo
 def test_rbf_large_n_family_runs():
     problem = gauss2class(n_train=300, n_test=20, d=3)
     est = _est(problem, 2000, 0)
-    assert est.status == "ok" and est.test_probabilities.shape == (20,)
+    # heavy-tailed weights here (Pareto k̂ 1.23, ESS 15 of 2000; log Ẑ -126.32 ± 0.21 against
+    # tilting's -125.773 ± 0.005 at 2e4 points): flagged unreliable, its numbers kept
+    assert est.status in ("ok", "unreliable") and est.test_probabilities.shape == (20,)
     assert problem.family == "gauss2class" and problem.truth is None
 
 

@@ -243,3 +243,40 @@ def test_methods_that_do_not_split_say_so():
             assert not hasattr(method, "split_budget") and not hasattr(method, "estimate_part")
             with pytest.raises(InputError, match="cannot split an estimate into parts"):
                 part_budgets(method, 1000, 4)
+
+
+@pytest.mark.parametrize("name", SOV_FAMILY)
+def test_pareto_k_of_a_split_estimate_is_that_of_all_its_weights(name, monkeypatch):
+    """Each part ships its top_count(part size) largest log weights; the combination fits k̂
+    to the union's top_count(S) largest, the same as the k̂ of every weight of every part
+    (harness.core.tails). Exact whenever no part holds more of the global top than it
+    shipped (here: 4 exchangeable parts)."""
+    from harness.core.tails import pareto_k
+
+    seen = []
+    cls = type(get_method(name)())
+    original = cls.make_step
+
+    def recording(self, E, rows, rng):
+        step = original(self, E, rows, rng)
+        final = step.log_weights
+
+        def log_weights():
+            lw = final()
+            seen.append(lw.copy())
+            return lw
+
+        step.log_weights = log_weights
+        return step
+
+    monkeypatch.setattr(cls, "make_step", recording)
+    problem = make_problem("markov1d:n_train=60,rho=0.9,n_test=4,seed=3")
+    method = get_method(name)()
+    parts = _parts(method, problem, 2000, 4)
+    shipped = [json.loads(json.dumps(p, allow_nan=False)) for p in parts]
+    combined = method.combine_parts(problem, shipped)
+    k_all = pareto_k(np.concatenate(seen))
+    assert combined.diagnostics["pareto_k"] == pytest.approx(k_all, abs=1e-12)
+    assert all(len(p["top_log_w"]) <= 3 * np.sqrt(p["budget"]) + 2 for p in parts)
+    if name == "sir":   # distinct first-variable ancestors add up over the populations
+        assert combined.diagnostics["ancestor_lineages"] == sum(p["lineages"] for p in parts)

@@ -131,3 +131,28 @@ def test_quick_sweep_problems_stay_ok_over_seeds(name):
             for seed in range(1, 6):
                 est = _estimate(name, problem, budget, seed)
                 assert est.status == "ok", (spec, budget, seed, est.reason)
+
+
+MARKOV = "markov1d:n_train=150,rho=0.9,beta=1,n_test=10,seed={}"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", SOV_FAMILY)
+def test_every_ok_run_on_a_short_range_problem_is_within_three_se(name):
+    """Status `ok` promises that the error bars cover the error (issue 21 item 3). On a small
+    markov1d problem (OU latent, exact log Z and test probabilities, docs/math.md §3e) plain
+    SOV's weights are heavy-tailed (Pareto k̂ 1.05-1.6; seeds 1 and 3: a test probability 5.5
+    and 3.05 SE off with ESS 3 and 12, which the ESS and randomisation rules pass): every run
+    stored ok lies within 3 SE of the exact log Z and of every exact test probability, the
+    others are unreliable with a reason. Fails without the k̂ rule (checked)."""
+    for seed in (1, 2, 3, 4):
+        problem = as_problem(MARKOV.format(seed))
+        truth = problem.truth
+        est = _estimate(name, problem, 1000, seed)
+        if est.status != "ok":
+            assert est.status == "unreliable" and est.reason, (seed, est.status)
+            continue
+        z = abs(est.log_marginal_likelihood - truth.log_marginal_likelihood)
+        assert z <= 3 * est.log_marginal_likelihood_se, (seed, z, est.diagnostics)
+        err = np.abs(est.test_probabilities - truth.test_probabilities)
+        assert np.all(err <= 3 * est.test_probabilities_se), (seed, err, est.diagnostics)
