@@ -35,5 +35,12 @@ def workers_option(args: argparse.Namespace, maximum: int | None = None) -> int 
     """--workers as an integer >= 1 (at most `maximum`), or None when it is not given."""
     from harness.model.settings import parse_int
 
-    return None if args.workers is None else parse_int("--workers", args.workers, minimum=1,
-                                                        maximum=maximum)
+    if args.workers is None:
+        return None
+    workers = parse_int("--workers", args.workers, minimum=1)
+    if maximum is not None and workers > maximum:
+        raise InputError("--workers", f"must be <= {maximum}, got {workers}: a local cluster "
+                         f"has at most 4 worker processes per core ({os.cpu_count() or 1} "
+                         "here), more only share the cores and divide the memory",
+                         "use --scheduler for a larger cluster")
+    return workers

@@ -15,6 +15,7 @@ from harness.cli import check, export, gpr, reference, report, run, sweep
 from harness.cli import list as list_
 from harness.cli.args import EXIT_BAD_INPUT, Parser
 from harness.core.errors import InputError
+from harness.core.version import __version__
 
 # name -> (setup(parser), run(args) -> exit code), in the order `--help` lists them
 COMMANDS = {
@@ -50,6 +51,7 @@ def _one_line_plugin_warnings() -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m harness",
                     description="Benchmark exact inference methods for GP classification.")
+    parser.add_argument("--version", action="version", version=f"gpc-harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, (setup_command, run_command) in COMMANDS.items():
         p = sub.add_parser(name, help=(setup_command.__doc__ or "").strip() or None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from harness.cli.args import add_cluster_options, workers_option
+from harness.core.errors import InputError
 from harness.model.settings import parse_int
 
 
@@ -46,7 +47,11 @@ def run(args) -> int:
     budget, seed = run_numbers(args.budget, args.seed, "--budget", "--seed")
     settings: dict[str, str] = {}
     for item in args.settings:
-        settings.update(parse_pairs(item, "--set"))
+        for key, value in parse_pairs(item, "--set").items():
+            if key in settings:
+                raise InputError("--set", f"setting {key!r} given twice ({settings[key]!r} and "
+                                 f"{value!r})", "give each setting once")
+            settings[key] = value
     method = resolve_method(args.method, "--method").from_settings(settings)
     split = args.parts is not None or args.workers is not None or args.scheduler is not None
     if split:

@@ -22,6 +22,7 @@ from importlib.metadata import entry_points
 from harness.core.errors import InputError
 from harness.model.family import ProblemFamily
 from harness.model.method import Method
+from harness.model.settings import did_you_mean
 from harness.plugins.contract import contract_violations
 
 METHOD_GROUP = "gpc_harness.methods"
@@ -157,7 +158,8 @@ def get_method(name: str) -> type[Method]:
         if (from_file := file_method(name)) is not None:   # a method file's id (Class@hash)
             return from_file
         raise InputError("method", f"unknown method {name!r}",
-                         f"known methods: {', '.join(sorted(known))}")
+                         did_you_mean(name, sorted(known), "methods").replace(
+                             "valid methods", "known methods"))
     return _validated("method", name, known[name],
                       lambda n, cls: contract_violations(cls, n))
 
@@ -166,9 +168,10 @@ def get_method(name: str) -> type[Method]:
 def get_family(name: str) -> ProblemFamily:
     known = _targets(PROBLEM_GROUP, _BUILTIN_PROBLEMS)
     if name not in known:
-        raise InputError("problem", f"unknown problem family {name!r}",
-                         f"known families: {', '.join(sorted(known))}; "
-                         "or a path to a .npz/.csv file")
+        raise InputError("problem", f"unknown problem family or preset {name!r}",
+                         did_you_mean(name, sorted(known) + sorted(_preset_names()),
+                                      "families and presets").replace("valid", "known")
+                         + "; or a path to a .npz/.csv file")
     return _validated("problem family", name, known[name], _check_family)
 
 
@@ -176,6 +179,11 @@ def clear_cache() -> None:
     """Forget what was discovered (after installing or removing plugins at run time)."""
     for fn in (methods, problem_families, get_method, get_family):
         fn.cache_clear()
+
+
+def _preset_names() -> list[str]:
+    """Every preset's name, for the hint of an unknown family (families that import)."""
+    return [preset for fam in problem_families().values() for preset in fam.presets]
 
 
 def presets() -> dict[str, tuple[ProblemFamily, dict]]:

@@ -384,3 +384,34 @@ def test_label_error_prints_plain_number(capsys, tmp_path):
                              "--budget", "100")
     assert_one_line_error(code, out, err, "y_train", "found 0 ")
     assert "np.float64" not in err
+
+
+# ---- command-line conventions -----------------------------------------------------------------
+def test_version(capsys):
+    from harness.core.version import __version__
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gpc-harness {__version__}"
+
+
+@pytest.mark.parametrize("argv,fragments", [
+    (run_args(method="sovv"), ["unknown method 'sovv'", "did you mean 'sov'?"]),
+    (run_args(problem="linear1d-p9"),
+     ["unknown problem family or preset 'linear1d-p9'", "did you mean 'linear1d-p"]),
+    (run_args("onefactor:n=5", METHOD, "10", "--set", "randomisations=3", "--set",
+              "randomisations=4"), ["--set", "'randomisations' given twice"]),
+    (["sweep", "--workers", "100", "--check"],
+     ["--workers", "4 worker processes per core", "--scheduler"]),
+])
+def test_conventions_name_the_fix(capsys, argv, fragments):
+    code, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, out, err, *fragments)
+
+
+def test_check_takes_a_method_file(capsys, tmp_path, method_file):
+    path = method_file(tmp_path)
+    code, out, err = run_cli(capsys, "check", f"{path}:MySov", "--quick")
+    assert code == 0, out + err
+    assert "my-sov" in out

@@ -60,7 +60,7 @@ def test_third_party_plugins_are_found_through_entry_points(third_party):
 def test_unknown_names_are_clear_errors():
     with pytest.raises(InputError, match="unknown method 'nope'.*rejection-bootstrap"):
         registry.get_method("nope")
-    with pytest.raises(InputError, match="unknown problem family 'nope'"):
+    with pytest.raises(InputError, match="unknown problem family or preset 'nope'"):
         registry.get_family("nope")
 
 
