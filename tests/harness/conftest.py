@@ -36,3 +36,14 @@ def install_plugin(tmp_path, monkeypatch):
     registry.clear_cache()
     for module in modules:
         sys.modules.pop(module, None)
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """Any attempt to start or reach a cluster (i.e. to run a job) fails the test."""
+    from harness.execution import cluster
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cluster was started: jobs would run")
+
+    monkeypatch.setattr(cluster, "connect", refuse)

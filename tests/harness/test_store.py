@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from store_helpers import one_line
 
 from harness.cli.main import main
 from harness.execution.store import ResultStore, StoreDamaged, StoreFull, damage, held_paths
@@ -80,23 +81,6 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err
-
-
-@pytest.fixture
-def no_cluster(monkeypatch):
-    """Any attempt to start or reach a cluster (i.e. to run a job) fails the test."""
-    from harness.execution import cluster
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a cluster was started: jobs would run")
-
-    monkeypatch.setattr(cluster, "connect", refuse)
-
-
 # ---- 1. integrity: a damaged store is refused, untouched; export salvages it -----------------
 @pytest.mark.parametrize("command", ["sweep", "check", "report", "load_results"])
 def test_a_damaged_store_is_refused_and_not_written(damaged, command, tmp_path, capsys,
@@ -116,7 +100,7 @@ def test_a_damaged_store_is_refused_and_not_written(damaged, command, tmp_path, 
         err = f"error: {info.value}"
     else:
         assert main(args) == 2
-        err = _one_line(capsys)
+        err = one_line(capsys)
     assert err.startswith(f"error: store: {damaged} is damaged"), err
     for way_out in ("restore it", "--store", f"python -m harness export --store {damaged}"):
         assert way_out in err, err
@@ -132,10 +116,10 @@ def test_export_salvages_the_readable_jobs_of_a_damaged_store(damaged, clean_sto
     code = main(["export", "--store", str(damaged), "--out", str(out)])
     if damaged.stat().st_size == 0 or not damaged.read_bytes().startswith(b"SQLite"):
         assert code == 2 and not out.exists()                 # nothing can be read
-        assert f"{damaged}" in _one_line(capsys)
+        assert f"{damaged}" in one_line(capsys)
     else:
         assert code == 1
-        err = _one_line(capsys)
+        err = one_line(capsys)
         assert "those still readable from the damaged store" in err, err
         import csv
         with open(out, newline="") as f:
@@ -159,9 +143,9 @@ def test_damage_inside_a_record_is_one_line_not_a_traceback(clean_store, tmp_pat
     path.write_bytes(bytes(data))
     assert "decode" in damage(path)
     assert main(["report", "--store", str(path), "--out", str(tmp_path / "r"), "--no-pdf"]) == 2
-    assert f"{path} is damaged" in _one_line(capsys)
+    assert f"{path} is damaged" in one_line(capsys)
     assert main(["export", "--store", str(path), "--out", str(tmp_path / "rows.csv")]) == 1
-    assert "still readable" in _one_line(capsys)
+    assert "still readable" in one_line(capsys)
     assert len((tmp_path / "rows.csv").read_text().strip().splitlines()) == N_JOBS  # 59 + header
 
 
@@ -268,7 +252,7 @@ def test_a_second_client_is_refused_readers_are_not_a_dead_ones_lock_is_taken_ov
         run = ["sweep", str(sweep_file), "--store", str(store), "--no-report"]
         before = _digest(store)
         assert main(run) == 2
-        err = _one_line(capsys)
+        err = one_line(capsys)
         assert err.startswith(f"error: store: {store} is being written by another sweep "
                               f"(pid {holder.pid} on {socket.gethostname()} since "), err
         assert "wait for it to finish, or give another --store" in err

@@ -19,6 +19,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from store_helpers import one_line
 
 from harness.cli.main import main
 from harness.execution.store import (
@@ -133,22 +134,6 @@ def damaged(request, finished, tmp_path) -> tuple[str, Path]:
     return request.param, path
 
 
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err
-
-
-@pytest.fixture
-def no_cluster(monkeypatch):
-    from harness.execution import cluster
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a cluster was started: jobs would run")
-
-    monkeypatch.setattr(cluster, "connect", refuse)
-
-
 def _commands(path: Path, tmp_path: Path) -> dict[str, list[str]]:
     sweep_file = tmp_path / "small.toml"
     sweep_file.write_text(SMALL)
@@ -171,7 +156,7 @@ def test_a_damaged_store_is_refused_by_every_opener_and_not_written(
         assert len(err.splitlines()) == 1
     else:
         assert main(_commands(path, tmp_path)[command]) == 2
-        err = _one_line(capsys)
+        err = one_line(capsys)
     assert err.startswith(f"error: store: {path} is damaged or not a results store: "), err
     assert "restore it" in err and "--store" in err and "export" in err, err
     assert {p.name: _digest(p) for p in path.parent.iterdir()} == before   # nothing written
@@ -182,7 +167,7 @@ def test_export_of_a_damaged_store_keeps_the_sound_rows(damaged, finished, tmp_p
     before = {p.name: _digest(p) for p in path.parent.iterdir()}
     out = tmp_path / "rows.csv"
     code = main(["export", "--store", str(path), "--out", str(out)])
-    err = _one_line(capsys)
+    err = one_line(capsys)
     if kind == "foreign-schema":          # not a store of ours: nothing of it is a job record
         assert code == 2 and "no job can be read" in err and not out.exists(), err
         return
@@ -216,7 +201,7 @@ def test_what_is_not_a_regular_store_file_is_refused(kind, tmp_path, capsys, no_
     for name, args in _commands(path, tmp_path).items():
         listing = _listing(tmp_path)
         assert main(args) == 2, name
-        err = _one_line(capsys)
+        err = one_line(capsys)
         if kind == "folder" and name in ("sweep", "check"):   # refused first: not writable
             assert err == f"error: store: {path} is not a file (give a writable path " \
                           f"(--store, --out or the sweep file's [output] store))", err
@@ -226,7 +211,7 @@ def test_what_is_not_a_regular_store_file_is_refused(kind, tmp_path, capsys, no_
                 "fifo": "a FIFO", "folder": "a folder"}[kind] in err, err
         assert _listing(tmp_path) == listing, name        # no new store made in its place
     assert main(["export", "--store", str(path), "--out", str(tmp_path / "x.csv")]) == 2
-    assert "not a results store" in _one_line(capsys)
+    assert "not a results store" in one_line(capsys)
     with pytest.raises(StoreDamaged):
         ResultStore(path)
     assert path.is_symlink() or path.exists()

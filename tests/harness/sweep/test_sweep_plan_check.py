@@ -30,17 +30,6 @@ problems = ["onefactor:n=5"]
 """
 
 
-@pytest.fixture
-def no_cluster(monkeypatch):
-    """Any attempt to start or reach a cluster (i.e. to run a job) fails the test."""
-    from harness.execution import cluster
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a cluster was started: jobs would run")
-
-    monkeypatch.setattr(cluster, "connect", refuse)
-
-
 def write(folder: Path, text: str, name: str = "s.toml") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
