@@ -30,6 +30,22 @@ _BLOCK = 1 << 21  # elements of a (nodes x N) temporary: 16 MB, whatever N
 _LARGE_N = 4096   # from here on the integrands are sharply peaked (width ~ N^-1/2)
 
 
+def orthant_closed_form(S: np.ndarray) -> float:
+    """P(v >= 0) for v ~ N(0, S), len(S) <= 3, by the arcsine formulas of docs/math.md §2 on
+    the correlations of S: 1/2; 1/4 + asin(r)/(2π); 1/8 + (asin r12 + asin r13 + asin r23)/(4π)."""
+    S = np.asarray(S, float)
+    n = len(S)
+    if n > 3:
+        raise ValueError(f"closed forms exist for at most 3 variables, got {n}")
+    d = np.sqrt(np.diag(S))
+    r = S / np.outer(d, d)
+    if n == 1:
+        return 0.5
+    if n == 2:
+        return 0.25 + np.arcsin(r[0, 1]) / (2 * np.pi)
+    return 0.125 + (np.arcsin(r[0, 1]) + np.arcsin(r[0, 2]) + np.arcsin(r[1, 2])) / (4 * np.pi)
+
+
 def _rows(n: int) -> int:
     """Quadrature nodes per block so that a block of log Φ values stays near _BLOCK elements."""
     return max(1, _BLOCK // max(n, 1))

@@ -54,6 +54,7 @@ from functools import cache
 import numpy as np
 
 from harness.core.errors import InputError
+from harness.core.oracles import orthant_closed_form
 from harness.model.debugging import exception_reason
 from harness.model.method import Method
 from harness.model.problem import Problem
@@ -397,16 +398,6 @@ def check_split(cls):
     return f"{len(budgets)} parts, JSON-safe, combined the same in any order"
 
 
-def _closed_form(R: np.ndarray) -> float:
-    """P(v >= 0) for v ~ N(0, R), len(R) <= 3 (docs/math.md §2)."""
-    n = len(R)
-    if n == 1:
-        return 0.5
-    if n == 2:
-        return 0.25 + np.arcsin(R[0, 1]) / (2 * np.pi)
-    return 0.125 + (np.arcsin(R[0, 1]) + np.arcsin(R[0, 2]) + np.arcsin(R[1, 2])) / (4 * np.pi)
-
-
 @_check
 def check_closed_forms(cls):
     if not cls.tags.estimates_log_z:
@@ -416,7 +407,7 @@ def check_closed_forms(cls):
     worst = []
     for n in (1, 2, 3):
         problem = small_orthant(n)
-        exact = np.log(_closed_form(problem.R))
+        exact = np.log(orthant_closed_form(problem.R))
         runs = np.array([_run(cls, problem, s, 4000).log_marginal_likelihood for s in range(6)])
         spread = max(runs.std(ddof=1), 1e-12)
         tol = 5 * spread / np.sqrt(len(runs)) + (0.02 if cls.tags.exact else 0.1)

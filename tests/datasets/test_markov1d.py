@@ -9,6 +9,7 @@ from scipy.stats import multivariate_normal
 
 from harness.core.errors import InputError
 from harness.core.kernels import Matern12
+from harness.core.oracles import orthant_closed_form
 from harness.datasets.markov1d import FAMILY, markov1d
 from harness.plugins.registry import get_family
 
@@ -59,10 +60,8 @@ def test_truth_against_the_problems_own_orthant_covariance(design):
 
 def test_n2_closed_form_through_the_family():
     p = markov1d(n_train=2, n_test=0, rho=0.6, beta=1.0, seed=2)
-    R = p.R
-    r = R[0, 1] / np.sqrt(R[0, 0] * R[1, 1])
     assert p.truth.log_marginal_likelihood == pytest.approx(
-        np.log(0.25 + np.arcsin(r) / (2 * np.pi)), abs=1e-12)
+        np.log(orthant_closed_form(p.R)), abs=1e-12)
 
 
 def test_random_design_is_sorted_uniform():

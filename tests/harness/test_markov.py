@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from harness.core.markov import grid_step, ou_probit_filter, ou_probit_oracle
+from harness.core.oracles import orthant_closed_form
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -27,20 +28,6 @@ def orthant_cov(x, y, beta, alpha=1.0, test_at=()):
     return S
 
 
-def corr(S):
-    d = np.sqrt(np.diag(S))
-    return S / np.outer(d, d)
-
-
-def orthant_2(S):
-    return 0.25 + np.arcsin(corr(S)[0, 1]) / (2 * np.pi)
-
-
-def orthant_3(S):
-    r = corr(S)
-    return 0.125 + (np.arcsin(r[0, 1]) + np.arcsin(r[0, 2]) + np.arcsin(r[1, 2])) / (4 * np.pi)
-
-
 def genz(S):
     """P(v >= 0), v ~ N(0, S), by SciPy's Genz integration with a tight tolerance."""
     n = len(S)
@@ -57,7 +44,7 @@ def test_n1_is_one_half_and_its_test_probability():
         r = ou_probit_oracle(np.empty(0), 1.7, np.array([y]), [0])
         assert r.log_integral == pytest.approx(np.log(0.5), abs=1e-13)
         S = orthant_cov(np.array([0.0]), np.array([y]), 1.7, test_at=[0])
-        assert r.test_probabilities[0] == pytest.approx(orthant_2(S) / 0.5, abs=1e-12)
+        assert r.test_probabilities[0] == pytest.approx(orthant_closed_form(S) / 0.5, abs=1e-12)
 
 
 @pytest.mark.parametrize("x, y, beta", [
@@ -66,12 +53,12 @@ def test_n1_is_one_half_and_its_test_probability():
 def test_n2_closed_form(x, y, beta):
     x, y = np.array(x), np.array(y)
     r = ou_probit_oracle(rho_of(x), beta, y, [0, 1])
-    assert r.log_integral == pytest.approx(np.log(orthant_2(orthant_cov(x, y, beta))),
+    assert r.log_integral == pytest.approx(np.log(orthant_closed_form(orthant_cov(x, y, beta))),
                                            abs=1e-12)
     for m, j in enumerate((0, 1)):   # J*_j = P(v >= 0, v*_j >= 0) / P(v >= 0): N = 3 forms
         S = orthant_cov(x, y, beta, test_at=[j])
-        assert r.test_probabilities[m] == pytest.approx(orthant_3(S) / orthant_2(S[:2, :2]),
-                                                        abs=1e-12)
+        want = orthant_closed_form(S) / orthant_closed_form(S[:2, :2])
+        assert r.test_probabilities[m] == pytest.approx(want, abs=1e-12)
 
 
 @pytest.mark.parametrize("x, y, beta", [
@@ -81,7 +68,7 @@ def test_n2_closed_form(x, y, beta):
 def test_n3_closed_form(x, y, beta):
     x, y = np.array(x), np.array(y)
     r = ou_probit_oracle(rho_of(x), beta, y)
-    assert r.log_integral == pytest.approx(np.log(orthant_3(orthant_cov(x, y, beta))),
+    assert r.log_integral == pytest.approx(np.log(orthant_closed_form(orthant_cov(x, y, beta))),
                                            abs=1e-12)
 
 
