@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 from typing import Any
 
 from harness.core.version import __version__
@@ -25,21 +24,20 @@ def _cpu_model() -> str:
 
 def environment_facts() -> dict[str, Any]:
     """Versions, CPU, BLAS and thread limits of this process (client or worker)."""
-    import numpy
-    import scipy
     from threadpoolctl import threadpool_info
 
+    version = versions()
     facts: dict[str, Any] = {
-        "python": sys.version.split()[0],
+        "python": version["python"],
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "harness": __version__,
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
+        "harness": version["harness"],
+        "numpy": version["numpy"],
+        "scipy": version["scipy"],
         "thread_env": {k: os.environ.get(k) for k in THREAD_ENV},
         "blas": [{k: v for k, v in info.items() if k in (
             "user_api", "internal_api", "version", "num_threads", "threading_layer",
