@@ -31,8 +31,10 @@ def setup(p):
     p.add_argument("--noise", type=float, default=0.3,
                    help="sine example: noise standard deviation (default 0.3)")
     p.add_argument("--seed", default="0", help="data seed and optimiser seed (default 0)")
-    p.add_argument("--kernel", choices=["rbf", "prml"], default="rbf",
-                   help="rbf: β exp(−r²/α); prml: θ0 exp(−θ1 r²/2) (default rbf)")
+    p.add_argument("--kernel", choices=["rbf", "prml", "matern12", "matern32", "matern52"],
+                   default="rbf",
+                   help="rbf: β exp(−r²/α); prml: θ0 exp(−θ1 r²/2); matern12/32/52: β M_ν(r/α), "
+                        "the Matérn kernels of docs/math.md (default rbf)")
     p.add_argument("--restarts", default="4", help="random restarts after the first start")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
 

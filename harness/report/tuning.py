@@ -7,8 +7,8 @@ search space. For each group:
   replicates at each grid point, ± its standard error (the spread of the replicates; a single
   replicate's own SE when there is one replicate);
 - the reference: the exact surface and optimum stored by the sweep (harness.sweep.tune_exact),
-  else the consensus — the per-point median of the exact methods' grid evaluations — and its
-  best grid point;
+  else the consensus — by the report's rule: exact methods with an unbiased Ẑ, each counted
+  once — and its best grid point;
 - per method × strategy: the chosen point, its distance from the reference optimum in natural-log
   units and in grid steps, the reference log Z lost by choosing it, the CPU seconds of the whole
   tuning and the number of evaluations (means ± SE over replicates);
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.aggregate import OK, summarize
+from harness.analysis.aggregate import OK, consensus_exclusions, summarize
 from harness.core import metrics
 from harness.report.style import fmt
 from harness.report.tables import Cell, Table, se_cell
@@ -162,18 +162,25 @@ def _nanmean(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def consensus_surface(group: TuneGroup) -> np.ndarray | None:
-    """Per-point median of the exact methods' grid evaluations (every replicate counts)."""
-    exact = [r for r in group.records if _is_exact(r.get("method_name", ""))]
-    pooled: dict[tuple[int, ...], list[float]] = {}
-    for e in evaluations([r for r in exact if r.get("strategy") == "grid"], "grid"):
-        idx = group.grid_index(e.get("params"))
-        if idx is not None:
-            pooled.setdefault(idx, []).append(float(e["log_z"]))
+    """Per-point consensus of the grid evaluations, by the report's rule (docs/math.md §3d,
+    harness.analysis.aggregate.consensus_exclusion): only exact methods with an unbiased Ẑ, each
+    method once — the median of its own evaluations (all variants and replicates) at the point —
+    then the median over those methods."""
+    why_not = consensus_exclusions(group.records)
+    eligible = [r for r in group.records if why_not.get(r["method"]) is None]
+    pooled: dict[tuple[int, ...], dict[str, list[float]]] = {}
+    for r in eligible:
+        for e in evaluations([r] if r.get("strategy") == "grid" else [], "grid"):
+            idx = group.grid_index(e.get("params"))
+            if idx is not None:
+                pooled.setdefault(idx, {}).setdefault(r.get("method_name", r["method"]),
+                                                      []).append(float(e["log_z"]))
     if not pooled:
         return None
     out = np.full(group.shape, np.nan)
-    for idx, vals in pooled.items():
-        out[idx] = float(metrics.median_consensus(np.array(vals)[:, None])[0][0])
+    for idx, by_method in pooled.items():
+        medians = [float(np.median(v)) for v in by_method.values()]
+        out[idx] = float(metrics.median_consensus(np.array(medians)[:, None])[0][0])
     return out
 
 

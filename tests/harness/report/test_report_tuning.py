@@ -203,3 +203,20 @@ def test_tuning_section_is_in_the_pdf(tune_report, tmp_path):
                    "log Z surface and the optimum found", "Pseudo-marginal posterior",
                    "Tuning jobs that did not succeed"):
         assert needle in text, needle
+
+
+def test_the_tuning_consensus_counts_each_unbiased_exact_method_once(tmp_path):
+    """The report's consensus rule (docs/math.md §3d): two variants of one method count once,
+    an exact method whose Ẑ is not unbiased (rejection-bootstrap's soft count) stays out."""
+    space = {"scale": [0.1, 100.0, 7]}
+    recs = [tune_record(f"s{r}", "sov", "grid", r, space=space, offset=0.2 * r) for r in range(3)]
+    for i, label in enumerate(("minimax-tilting[a]", "minimax-tilting[b]")):
+        rec = tune_record(f"t{i}", label, "grid", 0, space=space, offset=1.0)
+        recs.append({**rec, "method_name": "minimax-tilting"})
+    soft = tune_record("rb", "rejection-bootstrap", "grid", 0, space=space, offset=-30.0)
+    recs.append({**soft, "settings": {"count": "soft"}})
+    path = store_with(tmp_path / "t.sqlite", recs)
+    (g,) = tun.groups(agg.load(path))
+    assert g.ref_kind == "consensus"
+    # method medians: sov 0.2 (offsets 0, .2, .4), minimax-tilting 1.0 -> their median 0.6
+    np.testing.assert_allclose(g.ref_surface, exact_lz(GRID) + 0.6, atol=1e-12)
