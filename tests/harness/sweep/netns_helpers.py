@@ -38,9 +38,9 @@ def namespaces_unavailable() -> str | None:
     `unshare`, or a kernel (container) that refuses network namespaces, bridges or mounts."""
     if os.geteuid() != 0:
         return "network namespaces need root"
-    for tool in ("ip", "unshare", "mount"):
+    for tool, package in (("ip", "iproute2"), ("unshare", "util-linux"), ("mount", "mount")):
         if shutil.which(tool) is None:
-            return f"`{tool}` is missing (Debian: apt-get install iproute2 util-linux mount)"
+            return f"`{tool}` is missing (Debian: apt-get install {package})"
     probe = f"{PREFIX}{os.getpid()}-probe"
     folder = tempfile.mkdtemp()
     try:
