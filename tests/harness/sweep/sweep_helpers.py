@@ -60,10 +60,12 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, poll: f
         time.sleep(poll)
 
 
-def spawn(args: list[str], log: Path, cwd: Path) -> subprocess.Popen:
+def spawn(args: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None
+          ) -> subprocess.Popen:
+    """Start `args` in its own session, output to `log`; `env` adds to child_env()."""
     with open(log, "wb") as f:
         return subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
-                                env=child_env(), start_new_session=True)
+                                env={**child_env(), **(env or {})}, start_new_session=True)
 
 
 def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
@@ -85,6 +87,19 @@ def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
         proc.wait(grace)
     except subprocess.TimeoutExpired:
         pass
+
+
+RESULT_FIELDS = ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",
+                 "test_probabilities", "abs_log_error", "diagnostics", "problem", "method",
+                 "budget", "replicate")
+
+
+def stored_results(store: Path) -> dict[str, dict]:
+    """Job id -> the RESULT_FIELDS of its record: what two runs of a sweep must agree on."""
+    from harness.execution.store import ResultStore
+
+    with ResultStore(store) as db:
+        return {r["job_id"]: {k: r.get(k) for k in RESULT_FIELDS} for r in db.records()}
 
 
 def stored_jobs(store: Path) -> int:
@@ -180,8 +195,9 @@ class DaskProcesses:
             stop(self.scheduler)
 
 
-def make_certificates(root: Path) -> dict[str, str]:
-    """A throw-away CA and one certificate signed by it (openssl), for TLS tests."""
+def make_certificates(root: Path, ips: tuple[str, ...] = ("127.0.0.1",)) -> dict[str, str]:
+    """A throw-away CA and one certificate signed by it for the addresses `ips` (openssl),
+    for TLS tests."""
     openssl = shutil.which("openssl")
     if openssl is None:
         pytest.skip("openssl is not installed")
@@ -189,12 +205,12 @@ def make_certificates(root: Path) -> dict[str, str]:
     ca, ca_key, cert, key, csr = (str(root / n) for n in
                                   ("ca.pem", "ca.key", "node.pem", "node.key", "node.csr"))
     ext = root / "ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    ext.write_text("subjectAltName=" + ",".join(f"IP:{ip}" for ip in ips) + "\n")
     for args in (
         ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
          "-days", "2", "-subj", "/CN=gpc-harness test CA"],
         ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
-         "-subj", "/CN=127.0.0.1"],
+         "-subj", f"/CN={ips[0]}"],
         ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
          "-out", cert, "-days", "2", "-extfile", str(ext)],
     ):

@@ -12,6 +12,7 @@ from pathlib import Path
 import cloudpickle
 import pytest
 from sweep_helpers import stored_jobs, wait_for
+from sweep_helpers import stored_results as results
 
 from harness.cli.main import main
 from harness.execution.store import ResultStore
@@ -44,20 +45,11 @@ count = ["soft", "hard"]
 # functions of this module run on workers that cannot import it: send them by value
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-RESULT_FIELDS = ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",
-                 "test_probabilities", "abs_log_error", "diagnostics", "problem", "method",
-                 "budget", "replicate")
-
 
 def write(tmp_path: Path, text: str, name: str) -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(text)
     return path
-
-
-def results(store: Path) -> dict[str, dict]:
-    with ResultStore(store) as db:
-        return {r["job_id"]: {k: r.get(k) for k in RESULT_FIELDS} for r in db.records()}
 
 
 def log_counts(store: Path) -> Counter:
