@@ -18,7 +18,9 @@ same transformation applied to the test points. A feature constant on the traini
 only centred (its sd would be 0), with a one-line FeatureWarning naming it. `standardize=false`
 in the spec (or a `standardize` entry False in the .npz; the spec wins) keeps the features as
 given, which is how these files were read before. The problem's name and description say which:
-a standardised problem is named `PATH (standardised)` and its canonical spec carries
+a standardised problem is named `PATH (standardised)` (with the spec's other options,
+`PATH:alpha=2,kernel=rbf (standardised)`, so each kernel is its own problem) and its canonical
+spec carries
 `standardize=true`, so its jobs never share keys, names or report cells with results stored
 before the default changed (those belong to the unstandardised problem, named `PATH`).
 After the build, a kernel matrix that is numerically the identity or rank one is reported
@@ -124,7 +126,7 @@ def _gpc(path: Path, options: dict[str, Any], X_train, y_train, X_test, kernel, 
             X_train, X_test = _standardised(names, X_train, X_test, str(path))
         n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
         problem = Problem.classification(
-            str(path) + (STANDARDISED if standardize else ""), X_train, y_train, X_test, kernel,
+            file_problem_name(path, options, standardize), X_train, y_train, X_test, kernel,
             order=options.get("order", "interleave"), seed=_seed_from(path, options),
             family="file", params={"path": str(path), **options, "standardize": standardize},
             description=_description(path, n_features, kernel, standardize), **rest)
@@ -132,6 +134,13 @@ def _gpc(path: Path, options: dict[str, Any], X_train, y_train, X_test, kernel, 
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     warn_if_degenerate_kernel(problem.name, problem.kernel, problem.X_train, stacklevel=4)
     return problem
+
+
+def file_problem_name(path: Path, options: dict[str, Any], standardize: bool) -> str:
+    """'PATH[:k=v,...][ (standardised)]': the spec's options (sorted; standardize is the
+    suffix), so one file under two kernels gives two problems, never one name for both."""
+    shown = ",".join(f"{k}={v}" for k, v in sorted(options.items()) if k != "standardize")
+    return str(path) + (f":{shown}" if shown else "") + (STANDARDISED if standardize else "")
 
 
 def _seed_from(path: Path, options: dict[str, Any]) -> int:

@@ -34,7 +34,7 @@ from scipy.special import log_ndtr, logsumexp, ndtr
 
 from harness.core.partdata import plain
 from harness.core.rowops import warm_up
-from harness.core.sequential import CholeskyWalk, Resample
+from harness.core.sequential import CholeskyWalk, Resample, sampling
 from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
@@ -162,11 +162,12 @@ class RejectionBootstrap(SplitsEstimates, Method):
         """The results of this budget's chunks (independent runs), as plain data."""
         walk = CholeskyWalk(problem.chol, self.block_size or None)
         chunks = []
-        for n in self.chunk_sizes(budget, problem.n_train, problem.n_test):
-            try:
-                chunks.append(self._run_chunk(walk, problem, n, rng).to_json())
-            except AllRejected as exc:  # this chunk's Ẑ is 0: still part of the unbiased mean
-                chunks.append({"particles": n, "dead_variable": exc.variable})
+        with sampling(budget, problem.n_train):   # the progress the walk reports
+            for n in self.chunk_sizes(budget, problem.n_train, problem.n_test):
+                try:
+                    chunks.append(self._run_chunk(walk, problem, n, rng).to_json())
+                except AllRejected as exc:  # this chunk's Ẑ is 0: still in the unbiased mean
+                    chunks.append({"particles": n, "dead_variable": exc.variable})
         return {"chunks": chunks, "block_size": walk.block_size}
 
     def _combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:

@@ -89,7 +89,7 @@ from harness.core.qmc import (
     split_budget,
 )
 from harness.core.reorder import REORDERINGS
-from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
+from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size, sampling
 from harness.core.tails import pareto_k, top_count
 from harness.core.truncnorm import draw_above
 from harness.model.constraints import Integer, Number, OneOf
@@ -378,23 +378,24 @@ class Sov(SplitsEstimates, Method):
         keep = top_count(int(sizes.sum()))        # the largest log weights k̂ needs
         top = np.empty(0)
         lineages = 0
-        for a in range(0, int(sizes.max()), per_base):
-            E, rows = points.log_complement(a, min(a + per_base, int(sizes.max())))
-            step = self.make_step(E, rows, rng)
-            result = fac.walk.run(E.shape[1], step)
-            del E, step.E
-            logw = step.log_weights()
-            for k, r0, m in rows:
-                lse[k] = np.logaddexp(lse[k], logsumexp(logw[r0 : r0 + m]))
-            lse2 = np.logaddexp(lse2, logsumexp(2.0 * logw))
-            max_logw = max(max_logw, float(logw.max()))
-            top = top_log_weights(np.concatenate([top, logw]), keep)
-            chunk_lineages = step.lineages()
-            lineages = None if chunk_lineages is None or lineages is None \
-                else lineages + chunk_lineages
-            if n_test:
-                self._accumulate_tests(fac, result, logw, rows, num)
-            chunks += 1
+        with sampling(int(sizes.sum()), N):   # the progress every chunk's walk reports
+            for a in range(0, int(sizes.max()), per_base):
+                E, rows = points.log_complement(a, min(a + per_base, int(sizes.max())))
+                step = self.make_step(E, rows, rng)
+                result = fac.walk.run(E.shape[1], step)
+                del E, step.E
+                logw = step.log_weights()
+                for k, r0, m in rows:
+                    lse[k] = np.logaddexp(lse[k], logsumexp(logw[r0 : r0 + m]))
+                lse2 = np.logaddexp(lse2, logsumexp(2.0 * logw))
+                max_logw = max(max_logw, float(logw.max()))
+                top = top_log_weights(np.concatenate([top, logw]), keep)
+                chunk_lineages = step.lineages()
+                lineages = None if chunk_lineages is None or lineages is None \
+                    else lineages + chunk_lineages
+                if n_test:
+                    self._accumulate_tests(fac, result, logw, rows, num)
+                chunks += 1
         return SovSums(sizes, lse, num, float(lse2), max_logw, chunks, top, lineages)
 
     @staticmethod

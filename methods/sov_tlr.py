@@ -39,12 +39,15 @@ that of the exact factor of a perturbed covariance (harness.core.tlr), not of th
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from harness.core.reorder import kdtree_order
 from harness.core.sequential import CholeskyWalk, WalkResult
 from harness.core.tlr import (
     TLR_REORDERINGS,
+    NotLowRankWarning,
     TileLowRankFactor,
     build_tile_low_rank,
     default_tile,
@@ -229,6 +232,11 @@ class SovTlr(Sov):
 
     def factor(self, problem: Problem) -> Factor:
         f = self.tlr_factor(problem)
+        why = f.not_low_rank()
+        if why:   # said as soon as the factor exists (set-up), and kept in a sweep's record
+            others = " or ".join(f"reorder={o}" for o in ("kdtree", "block") if o != self.reorder)
+            warnings.warn(f"{self.label()}: {why}: try another ordering ({others}) or the dense "
+                          "method sov", NotLowRankWarning, stacklevel=1)
         walk = TileLowRankWalk(f)
 
         def test_means(result: WalkResult, cols: slice) -> np.ndarray:

@@ -37,9 +37,15 @@ def run_tiny_sweep(store, text: str = TINY_SWEEP):
     from harness.sweep.spec import parse_sweep
 
     with Client(processes=False, n_workers=1, threads_per_worker=1,
-                dashboard_address=None) as client:
+                dashboard_address="127.0.0.1:0") as client:   # None still tries 8787
         return run_sweep(parse_sweep(text, "tiny.toml"), store=store, client=client,
                          report=False, out=io.StringIO(), err=io.StringIO())
+
+
+@pytest.fixture
+def sweep_runner():
+    """run_tiny_sweep: run(store, sweep file text) in this process."""
+    return run_tiny_sweep
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import socket
+import warnings
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,16 @@ def test_readme_notebook_example_runs(tmp_path, monkeypatch, capsys):
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__readme__"}
-    exec(compile(notebook_example(), "README.md", "exec"), namespace)  # noqa: S102
+    with socket.socket() as busy, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:   # Dask's default dashboard port taken, as by any other cluster running
+            busy.bind(("127.0.0.1", 8787))
+            busy.listen()
+        except OSError:
+            pass   # taken already
+        exec(compile(notebook_example(), "README.md", "exec"), namespace)  # noqa: S102
+    said = [str(w.message) for w in caught if "already in use" in str(w.message)]
+    assert not said, said   # the snippet asks for a free port: no "Port 8787 is already in use"
     out = capsys.readouterr().out
     assert "log Z" in out and "(exact " in out
     r, table = namespace["r"], namespace["table"]

@@ -4,11 +4,34 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from harness.core.errors import InputError
 
 EXIT_BAD_INPUT = 2
 DEFAULT_STORE = "results/quick.sqlite"   # the default sweep's store (sweeps: results/<name>.sqlite)
+
+
+QUIET, NORMAL, VERBOSE = 0, 1, 2   # args.verbosity
+
+
+def add_verbosity(p: argparse.ArgumentParser) -> None:
+    """-q/--quiet and -v/--verbose (every subcommand has them: harness.cli.main)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=QUIET,
+                       default=NORMAL, help="print only the results and errors: no progress "
+                       "bars, no notes on stderr")
+    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=VERBOSE,
+                       help="also print the details (e.g. run: every diagnostic at full "
+                       "precision)")
+
+
+def note(args: argparse.Namespace, text: str) -> None:
+    """A note for people on stderr (which store was read, ...), unless -q."""
+    from harness.cli.progress import write_line
+
+    if getattr(args, "verbosity", NORMAL) > QUIET:
+        write_line(text)
 
 
 class Parser(argparse.ArgumentParser):
@@ -44,3 +67,85 @@ def workers_option(args: argparse.Namespace, maximum: int | None = None) -> int 
                          "here), more only share the cores and divide the memory",
                          "use --scheduler for a larger cluster")
     return workers
+
+
+def add_named(p: argparse.ArgumentParser, name: str, help: str, *, many: bool = False) -> None:
+    """The problem or method a command works on, given positionally or as --NAME (both
+    spellings on every command: `run PROBLEM METHOD` = `run --problem P --method M`,
+    `check METHOD` = `check --method M`); many=True takes several (reference). Read it with
+    named(args, name)."""
+    p.add_argument(name, nargs="*" if many else "?", default=None, metavar=name.upper(),
+                   help=f"{help} (or --{name})")
+    p.add_argument(f"--{name}", dest=f"{name}_option", metavar=name.upper(),
+                   action="append" if many else "store", help=f"the same as {name.upper()}"
+                   + (" (repeatable)" if many else ""))
+
+
+def named(args: argparse.Namespace, name: str, *, required: bool = True):
+    """The value of add_named's `name` (a list when many): positional or --NAME, not both
+    differently; missing and required is an InputError naming both spellings."""
+    given = [v for v in (getattr(args, name), getattr(args, f"{name}_option")) if v]
+    if len(given) == 2 and given[0] != given[1]:
+        raise InputError(f"--{name}", f"given twice ({given[0]!r} positionally and "
+                         f"{given[1]!r} as --{name})", "give it once")
+    if not given and required:
+        raise InputError(f"--{name}", "is required", f"give {name.upper()} or --{name} "
+                         f"{name.upper()}")
+    return given[0] if given else None
+
+
+# ---- where commands read and write ------------------------------------------------------------
+LAST_STORE = Path("results") / ".last-store"   # the last sweep's store, for report and export
+FILE_SUFFIXES = (".html", ".pdf", ".csv", ".parquet", ".json", ".png", ".svg", ".txt")
+
+
+def remember_store(store: str | Path) -> None:
+    """Note the store a sweep writes (results/.last-store, relative to the working directory),
+    so that `report` and `export` read it by default; a convenience, so never an error."""
+    try:
+        LAST_STORE.parent.mkdir(parents=True, exist_ok=True)
+        LAST_STORE.write_text(f"{os.path.abspath(store)}\n", encoding="utf-8")   # no resolve:
+        # a store path that is a symlink loop is the store's own check to refuse
+    except OSError:
+        pass
+
+
+def store_option(args: argparse.Namespace) -> str:
+    """--store, else the last sweep's store (results/.last-store) if it still exists, else
+    DEFAULT_STORE; a note on stderr says which was taken when it was not given."""
+    if args.store is not None:
+        return args.store
+    try:
+        last = LAST_STORE.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        last = ""
+    if last and Path(last).is_file():
+        note(args, f"store: {last} (the last sweep's, from {LAST_STORE}; --store for another)")
+        return last
+    note(args, f"store: {DEFAULT_STORE} (the default: no sweep run from this folder is "
+               f"remembered in {LAST_STORE}; --store for another)")
+    return DEFAULT_STORE
+
+
+def out_folder(out: str, command: str, writes: str) -> Path:
+    """--out of a command that writes several files (report, gpr): a folder. A path ending in a
+    file suffix is refused in one line, naming what the folder receives."""
+    path = Path(out)
+    if path.suffix.lower() in FILE_SUFFIXES:
+        raise InputError("--out", f"is a folder for {command} (it writes {writes} into it), got "
+                         f"the file name {out!r}", f"give the folder, e.g. --out {path.parent}")
+    return path
+
+
+def out_file(out: str, suffixes: tuple[str, ...], name: str) -> Path:
+    """--out of a command that writes one file (export; reference of one problem): that file
+    when it ends in one of `suffixes`, else a folder that receives `name` (a file name of
+    another kind is refused in one line)."""
+    path = Path(out)
+    suffix = path.suffix.lower()
+    if suffix in suffixes:
+        return path
+    if suffix in FILE_SUFFIXES:
+        raise InputError("--out", f"unknown format {path.suffix!r}",
+                         f"give a file name ending in {' or '.join(suffixes)}, or a folder")
+    return path / name

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from harness.cli.args import out_folder
 from harness.core.errors import InputError
 from harness.model.settings import parse_int
 
@@ -84,7 +84,7 @@ def run(args) -> int:
                                    seed=seed)
     with threadpool_limits(1 if len(t) <= 500 else None):   # small matrices: one thread is faster
         gpr.fit(X, t)
-    out = Path(args.out)
+    out = out_folder(args.out, "gpr", "gpr.png, gpr.svg and gpr.json")
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     if X.shape[1] == 1:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from harness.cli import check, export, gpr, reference, report, run, sweep
 from harness.cli import list as list_
-from harness.cli.args import EXIT_BAD_INPUT, Parser
+from harness.cli.args import EXIT_BAD_INPUT, Parser, add_verbosity
 from harness.core.errors import InputError
 from harness.core.version import __version__
 
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=(setup_command.__doc__ or "").strip() or None)
         p.prog = f"python -m harness {name}"
         setup_command(p)
+        add_verbosity(p)
         p.set_defaults(func=run_command)
     return parser
 

@@ -17,7 +17,8 @@ import math
 import sys
 from pathlib import Path
 
-from harness.cli.args import add_cluster_options, workers_option
+from harness.cli.args import add_cluster_options, add_named, named, note, out_file, workers_option
+from harness.cli.progress import progress_bars
 from harness.core.errors import InputError
 from harness.model.settings import parse_int
 
@@ -32,8 +33,8 @@ def setup(p):
         "and every test probability's are below their targets or the budget or CPU time is "
         "spent; then check it against a second unbiased method and its weight diagnostics. "
         "Parts run in this process, or on a Dask cluster (--workers / --scheduler).")
-    p.add_argument("problems", nargs="*", metavar="PROBLEM",
-                   help="family:key=value,..., a preset name, or a .npz/.csv file")
+    add_named(p, "problem", "family:key=value,..., a preset name, or a .npz/.csv file",
+              many=True)
     p.add_argument("--method", default="minimax-tilting",
                    help="an unbiased method (default minimax-tilting; sov, sir, "
                         "rejection-bootstrap with --set count=hard)")
@@ -71,15 +72,16 @@ def setup(p):
 
 
 def _out_path(out: str, problem: str, several: bool) -> Path:
+    """--out: FILE.json for one problem, else a folder receiving <problem>.json each."""
     from harness.model.reference_values import file_name
 
-    path = Path(out)
-    if several or path.is_dir() or out.endswith(("/", "\\")) or path.suffix != ".json":
-        return path / file_name(problem)
-    return path
+    if several or Path(out).is_dir() or out.endswith(("/", "\\")):
+        return Path(out) / file_name(problem)
+    return out_file(out, (".json",), file_name(problem))
 
 
 def run(args) -> int:
+    args.problems = named(args, "problem", required=False) or []
     from harness.execution.formatting import format_reference
     from harness.execution.store import ResultStore
     from harness.model.reference_values import export_reference, file_name, import_references
@@ -104,7 +106,8 @@ def run(args) -> int:
         raise InputError("PROBLEM", "give at least one problem (or --import / --export)")
     from harness.references.compute import ReferenceFailed
     try:
-        records = _compute(args)
+        with progress_bars(args):
+            records = _compute(args)
     except ReferenceFailed as exc:
         print(f"reference failed: {exc}", file=sys.stderr)
         return 1
@@ -157,5 +160,5 @@ def _compute(args) -> list[dict]:
                 parts_per_round=parts, target_se=args.target_se,
                 target_test_se=args.target_test_se, max_cpu_seconds=args.max_cpu,
                 client=client, check_method=check, seed=seed,
-                out=lambda text: print(text, file=sys.stderr, flush=True)))
+                out=lambda text: note(args, text)))
     return records

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import json
 
-from harness.cli.args import add_cluster_options, workers_option
+from harness.cli.args import VERBOSE, add_cluster_options, add_named, named, workers_option
+from harness.cli.progress import progress_bars
 from harness.core.errors import InputError
+from harness.core.progress import phase
 from harness.model.settings import parse_int
 
 
 def setup(p):
     """Run one method on one problem and compare it with the exact truth."""
     p.description = setup.__doc__
-    p.add_argument("--problem", required=True,
-                   help="family:key=value,..., a preset name, or a path to a .npz/.csv file")
-    p.add_argument("--method", required=True,
-                   help="method name (see `list`), or path/to/file.py:ClassName")
+    add_named(p, "problem", "family:key=value,..., a preset name, or a path to a .npz/.csv file")
+    add_named(p, "method", "method name (see `list`), or path/to/file.py:ClassName")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                    help="a method setting (repeatable)")
-    p.add_argument("--budget", required=True, help="Monte Carlo budget (e.g. 100000 or 1e5)")
+    p.add_argument("--budget", help="Monte Carlo budget (e.g. 100000 or 1e5); required")
     p.add_argument("--seed", default="0", help="run seed (an integer)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--memory-limit", metavar="BYTES",
@@ -44,6 +44,13 @@ def run(args) -> int:
     from harness.plugins.method_files import resolve_method
     from harness.plugins.specs import parse_pairs
 
+    missing = [f"--{n}" for n in ("problem", "method") if named(args, n, required=False) is None]
+    missing += ["--budget"] if args.budget is None else []
+    if missing:
+        raise InputError("python -m harness run", "the following arguments are required: "
+                         + ", ".join(missing), "PROBLEM and METHOD may also come first, "
+                         "positionally; see --help")
+    args.problem, args.method = named(args, "problem"), named(args, "method")
     budget, seed = run_numbers(args.budget, args.seed, "--budget", "--seed")
     settings: dict[str, str] = {}
     for item in args.settings:
@@ -61,16 +68,18 @@ def run(args) -> int:
         check_options(args.scheduler, workers, None)
         parts = "auto" if args.parts in (None, "auto") else parse_int("--parts", args.parts, 1)
     limit, where = memory_limit(args.memory_limit, "--memory-limit")
-    problem = build_problem(args.problem, "--problem", limit, where)
-    record = run_single(
-        problem, method, budget, seed, limit, where, name=args.problem,
-        raise_errors=args.raise_errors,
-        split=(lambda key: run_split_cli(args, problem, method, budget, key, parts, workers,
-                                         seed=seed)) if split else None)
+    with progress_bars(args):
+        with phase("building the problem"):
+            problem = build_problem(args.problem, "--problem", limit, where)
+        record = run_single(
+            problem, method, budget, seed, limit, where, name=args.problem,
+            raise_errors=args.raise_errors,
+            split=(lambda key: run_split_cli(args, problem, method, budget, key, parts, workers,
+                                             seed=seed)) if split else None)
     if args.json:
         print(json.dumps(record, allow_nan=False))
     else:
-        print(format_record(record))
+        print(format_record(record, verbose=args.verbosity >= VERBOSE))
     return 0 if record["status"] == "ok" else 1
 
 

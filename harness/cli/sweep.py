@@ -5,7 +5,12 @@ from __future__ import annotations
 from contextlib import ExitStack
 from pathlib import Path
 
-from harness.cli.args import add_cluster_options, max_local_workers, workers_option
+from harness.cli.args import (
+    add_cluster_options,
+    max_local_workers,
+    remember_store,
+    workers_option,
+)
 from harness.model.settings import parse_seconds
 
 DEFAULT_SWEEP = "sweeps/quick.toml"
@@ -73,6 +78,7 @@ def run(args) -> int:
         return _reference_sweep(sweep, args, workers, tls)
     if args.check:
         return _check(sweep, args, workers)
+    remember_store(args.store or sweep.store)   # report and export read it by default
     try:
         outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
                             tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,

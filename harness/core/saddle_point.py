@@ -48,6 +48,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import erfcx
 
 from harness.core.deadline import check_deadline
+from harness.core.progress import advance, phase
 from harness.core.truncnorm import inverse_mills
 
 LINEAR_SOLVERS = ("cg", "cholesky")
@@ -207,7 +208,13 @@ def solve_saddle_point(L, tol: float = 1e-10, max_iter: int = 100,
 
     Stops when max |∇ψ| <= tol. If the line search cannot decrease |∇ψ| any more (rounding)
     the result counts as converged when max |∇ψ| <= 1e-8, as with the MINPACK solver before.
+    Its progress (harness.core.progress) counts Newton steps (their number is not known ahead).
     """
+    with phase("saddle point (Newton steps)"):
+        return _solve_saddle_point(L, tol, max_iter, linear_solver)
+
+
+def _solve_saddle_point(L, tol: float, max_iter: int, linear_solver: str) -> SaddlePoint:
     factor = L if hasattr(L, "upper") else TriangularFactor(L)
     n = factor.n
     x, mu = np.zeros(n), np.zeros(n)
@@ -235,6 +242,7 @@ def solve_saddle_point(L, tol: float = 1e-10, max_iter: int = 100,
             break
         x, mu = x + t * dx, mu + t * dmu
         (gx, gm, s), f = new, f_new
+        advance()
     residual = float(max(np.max(np.abs(gx)), np.max(np.abs(gm))))
     converged = residual <= tol or (stalled and residual <= 1e-8)
     return SaddlePoint(mu, x, converged, residual, it, cg_its, evaluations)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.deadline import check_deadline
+from harness.core.progress import advance, phase
 from harness.core.rowops import copy_rows, gather_rows
 
 
@@ -39,6 +40,12 @@ Step = Callable[[int, np.ndarray], tuple[np.ndarray, Resample | None]]
 class WalkResult:
     Z: np.ndarray        # (n, N) standardised draws of the final population, v = Z @ L^T
     lineage: np.ndarray  # (n,) index of each final particle's ancestor at the first variable
+
+
+def sampling(points: int, n_vars: int):
+    """The progress phase (harness.core.progress) that walks of `points` particles in all over
+    `n_vars` variables advance: every block of the walk counts particles x variables."""
+    return phase("sampling", total=points * n_vars)
 
 
 def default_block_size(n_vars: int) -> int:
@@ -111,4 +118,5 @@ class CholeskyWalk:
                 Z, spare = spare, Z
             Z[:, i0:i1] = W
             self._block_done(Z, i0, i1)
+            advance(n * kb)   # particle-variables (harness.core.progress)
         return WalkResult(Z, lineage)

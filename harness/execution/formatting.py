@@ -2,8 +2,57 @@
 
 from __future__ import annotations
 
+import math
 
-def format_record(r: dict) -> str:
+OFF_BY = 3.0   # an error beyond this many standard errors is said in words
+LONG_TEXT = 40   # diagnostics texts longer than this are shown with -v only
+
+
+def with_se(value: float, se: float | None) -> str:
+    """'value ± se' with the SE to two significant digits and the value to the same decimal
+    place (the digits its SE supports): -20.264765, 0.029 -> '-20.265 ± 0.029'. Without a
+    positive finite SE, six decimals."""
+    if se is None or not math.isfinite(se) or se <= 0:
+        return f"{value:.6f}"
+    decimals = max(0, 1 - math.floor(math.log10(se)))
+    return f"{value:.{decimals}f} ± {se:.{decimals}f}" if decimals else f"{value:.0f} ± {se:.2g}"
+
+
+def readable(value) -> str:
+    """A diagnostic for people: floats to three significant digits."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def wrapped(head: str, items: list[str], width: int = 100, indent: str = "    ",
+            separator: str = ",") -> list[str]:
+    """'head a, b, c' over as many lines of at most `width` characters as it needs (items
+    that are words: separator="")."""
+    lines, line = [], head
+    for i, item in enumerate(items):
+        piece = item + (separator if i < len(items) - 1 else "")
+        if len(line) + 1 + len(piece) > width and line.strip() != head.strip():
+            lines.append(line)
+            line = indent + piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    return lines + [line]
+
+
+def error_in_se(r: dict) -> float | None:
+    """|log Ẑ - log Z| in standard errors: the estimate's and the reference's combined."""
+    se = r.get("log_marginal_likelihood_se")
+    if r.get("abs_log_error") is None or se is None:
+        return None
+    combined = math.hypot(se, r.get("true_log_marginal_likelihood_se") or 0.0)
+    return r["abs_log_error"] / combined if combined > 0 else None
+
+
+def format_record(r: dict, verbose: bool = False) -> str:
+    """A run's record for people: numbers to the digits their SEs support, the error in
+    standard errors (said in words beyond OFF_BY), the diagnostics to three significant
+    digits (verbose: as recorded)."""
     from harness.model.problem import describe_kernel
 
     lines = [f"{r['method']} on {r['problem']} (N={r['n_train']}, {r['n_test']} test points), "
@@ -13,16 +62,25 @@ def format_record(r: dict) -> str:
     if r["status"] != "ok":
         lines.append(f"  status: {r['status']}: {r['reason']}")
     if r.get("log_marginal_likelihood") is not None:
-        se = r.get("log_marginal_likelihood_se")
-        lines.append(f"  log Z estimate: {r['log_marginal_likelihood']:.6f}"
-                     + (f" ± {se:.2g}" if se is not None else ""))
+        lines.append("  log Z estimate: " + with_se(r["log_marginal_likelihood"],
+                                                    r.get("log_marginal_likelihood_se")))
     if "true_log_marginal_likelihood" in r:
-        lines.append(f"  log Z truth ({r['truth_kind']}): {r['true_log_marginal_likelihood']:.6f}")
-    if r.get("true_log_marginal_likelihood_se"):
-        lines[-1] += f" ± {r['true_log_marginal_likelihood_se']:.2g}"
+        lines.append(f"  log Z truth ({r['truth_kind']}): "
+                     + with_se(r["true_log_marginal_likelihood"],
+                               r.get("true_log_marginal_likelihood_se")))
     if "abs_log_error" in r:
-        lines.append(f"  |error| {r['abs_log_error']:.3g} nats, MAPE {r['mape_percent']:.3g} %"
+        z = error_in_se(r)
+        lines.append(f"  |error| {r['abs_log_error']:.3g} nats"
+                     + (f" ({z:.2g} SE)" if z is not None else "")
+                     + f", MAPE {r['mape_percent']:.3g} %"
                      + (" (at reference precision)" if r.get("at_reference_precision") else ""))
+        if z is not None and z > OFF_BY:
+            against = "the reference" if r.get("truth_kind") == "reference" else "the truth"
+            lines += wrapped("  off:", f"the estimate is {z:.2g} standard errors from "
+                             f"{against}, more than {OFF_BY:g}: its SE does not cover its error "
+                             "(a biased or degenerate estimate, or a rare run): see the "
+                             "diagnostics, try another seed or a larger budget".split(),
+                             separator="")
     if "mae" in r:
         lines.append(f"  test probabilities: MAE {r['mae']:.3g}")
     lines.append(f"  CPU {r['cpu_seconds']:.2f} s, wall {r['wall_seconds']:.2f} s, "
@@ -36,8 +94,18 @@ def format_record(r: dict) -> str:
         lines.append(f"  split into {r['parts']} parts, run by {r['workers']} worker"
                      + ("s" if r["workers"] != 1 else "")
                      + (f", {elapsed:.2f} s elapsed" if elapsed is not None else ""))
+    for warning in r.get("warnings") or ():
+        lines += wrapped("  warning:", warning.split(), separator="")
     if r.get("diagnostics"):
-        lines.append("  diagnostics: " + ", ".join(f"{k}={v}" for k, v in r["diagnostics"].items()))
+        items = r["diagnostics"].items()
+        if verbose:
+            lines += wrapped("  diagnostics:", [f"{k}={v}" for k, v in items])
+        else:   # long texts (how an SE is computed, ...) only with -v
+            short = [f"{k}={readable(v)}" for k, v in items
+                     if not (isinstance(v, str) and len(v) > LONG_TEXT)]
+            lines += wrapped("  diagnostics:", short)
+            if len(short) < len(items):
+                lines[-1] += " (-v: every one, unrounded)"
     return "\n".join(lines)
 
 

@@ -9,12 +9,15 @@ comes from the run's own key (harness.core.seeding), and the record gains the pe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness.core.errors import InputError
 from harness.core.seeding import MAX_SEED, rng_for
 from harness.execution.runner import point_truth, run_one
+from harness.execution.worker import MAX_WARNINGS
 from harness.model.footprint import format_bytes, refuse_too_large
 from harness.model.method import Method
 from harness.model.problem import Problem
@@ -58,10 +61,32 @@ def run_single(problem: Problem, method: Method, budget: int, seed: int, limit: 
     refuse_too_large(f"{method.label()} on {name or problem.name}", problem.summary(), method,
                      budget, limit, where)
     key = run_key(problem, method, budget, seed)
-    if split is not None:
-        record = split(key)
-    else:
-        record = run_one(problem, method, budget, rng_for(key), seed=seed,
-                         raise_errors=raise_errors)
+    kept: list[str] = []
+    with shown_and_kept(kept):
+        if split is not None:
+            record = split(key)
+        else:
+            record = run_one(problem, method, budget, rng_for(key), seed=seed,
+                             raise_errors=raise_errors)
+    caught = sorted(set(kept) | set(record.get("warnings", ())))
+    if caught:   # as a sweep's record keeps them (harness.execution.worker)
+        record["warnings"] = caught[:MAX_WARNINGS]
     record.update(point_truth(problem, record))
     return record
+
+
+@contextmanager
+def shown_and_kept(kept: list[str]) -> Iterator[None]:
+    """Warnings of the block are shown as usual (at once) and appended to `kept` as
+    'Category: message'."""
+    show = warnings.showwarning
+
+    def keep(message, category, filename, lineno, file=None, line=None):
+        kept.append(f"{category.__name__}: {message}")
+        show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = keep
+    try:
+        yield
+    finally:
+        warnings.showwarning = show

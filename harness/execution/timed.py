@@ -31,6 +31,7 @@ import numpy as np
 from harness.core.deadline import TimeLimitExceeded, charged, check_deadline
 from harness.core.errors import InputError
 from harness.core.memory import peak_memory
+from harness.core.progress import phase
 from harness.model import limits as hard
 from harness.model.debugging import exception_reason
 from harness.model.method import Method
@@ -156,7 +157,8 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
 
     setup: dict[str, Any] = {}
     cpu0, wall0 = time.thread_time(), time.perf_counter()
-    _, failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
+    with phase("set-up"):   # harness.core.progress: the method's own phases nest inside
+        _, failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
     if failed:   # what the set-up used until it stopped
         setup = {"setup_cpu_seconds": time.thread_time() - cpu0,
                  "setup_wall_seconds": time.perf_counter() - wall0, "setup_cached": False}
@@ -168,7 +170,8 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
             charged(setup["setup_cpu_seconds"] if setup.get("setup_cached") else 0.0):
         cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
         if failed is None:
-            value, failed = guarded(_within_limit(work))
+            with phase("estimate"):
+                value, failed = guarded(_within_limit(work))
         cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
                            time.perf_counter() - wall0)
     return value, failed, {"cpu_seconds": cpu, "process_cpu_seconds": proc,

@@ -23,6 +23,8 @@ from types import TracebackType
 def exception_reason(exc: BaseException, method_cls: type | None = None) -> str:
     """'<Type>: <message> (<file>:<line> in <function>)'."""
     text = f"{type(exc).__name__}: {exc}"
+    if getattr(exc, "located", False):   # the message names the method's code itself
+        return text
     frame = _method_frame(exc.__traceback__, method_cls)
     if frame is None:
         return text

@@ -14,7 +14,7 @@ from harness.core.errors import InputError
 from harness.model.constraints import Constraint
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.problem import Problem
-from harness.model.result import Estimate
+from harness.model.result import Estimate, checked
 from harness.model.settings import check_budget, check_known, coerce_setting
 from harness.model.tags import CheckSettings, Tags
 
@@ -26,7 +26,9 @@ class Method(ABC):
     unchanged as attributes of the same name (`__init__` only assigns: the allowed values are
     declared in `constraints`, harness.model.constraints), and implement `_estimate`. What the class
     can do is one `tags = Tags(...)` and how the generic checks run it one `checks =
-    CheckSettings(...)` (harness.model.tags), each naming only what differs.
+    CheckSettings(...)` (harness.model.tags), each naming only what differs. A long `prepare`
+    or `_estimate` shows its progress with harness.core.progress (`phase`, `advance`; also
+    `harness.progress`): methods on the shared Cholesky walk report theirs already.
     """
 
     name: ClassVar[str]
@@ -108,9 +110,8 @@ class Method(ABC):
             return Estimate.failed(
                 f"{self.name} needs a GPC problem (training data and a kernel): a pure orthant "
                 "problem has no latent function to sample")
-        result = self._estimate(problem, int(budget), rng)
-        result.check(problem.n_test)
-        return result
+        return checked(self._estimate(problem, int(budget), rng), problem.n_test,
+                       type(self)._estimate)
 
     def _check_call(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
         """The checks of the settings, the budget and the rng shared by estimate and

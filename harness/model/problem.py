@@ -29,6 +29,7 @@ from harness.core.covariance import Covariance, DenseCovariance, KernelCovarianc
 from harness.core.errors import InputError
 from harness.core.kernels import Kernel
 from harness.core.linalg import check_covariance, cholesky_lower, float_array
+from harness.core.progress import phase
 
 ORDERS = ("interleave", "shuffle", "as-given")
 
@@ -250,10 +251,11 @@ class Problem:
         (Method.needs_dense), so the estimate's timing excludes them exactly as when every
         problem was built dense; a method that builds what it needs from `cov` never pays.
         """
-        if max_n is None or self.n_train <= max_n:
-            if not self.is_orthant:
-                self.K  # noqa: B018
-            self.chol  # noqa: B018
+        if (max_n is None or self.n_train <= max_n) and "chol" not in self.__dict__:
+            with phase("dense kernel matrix and Cholesky factor"):
+                if not self.is_orthant:
+                    self.K  # noqa: B018
+                self.chol  # noqa: B018
 
     # ---- derived quantities (cached) ----------------------------------------------------
     @cached_property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -63,3 +64,28 @@ class Estimate:
                                      f"want ({n_test},)")
             if not np.all(se >= 0):
                 raise AssertionError("test probability SEs negative or NaN")
+
+
+class ContractViolation(AssertionError):
+    """A method's answer breaks the Estimate contract; the message names the method's code that
+    returned it, so harness.model.debugging adds no frame of the harness's own (`located`)."""
+
+    located = True
+
+
+def checked(result, n_test: int, returned_by) -> Estimate:
+    """`result` after Estimate.check(n_test); an answer that is not an Estimate or breaks the
+    contract (a NaN log Z, probabilities outside [0, 1], ...) raises ContractViolation naming
+    `returned_by` (the method's function that returned it: its file, line and name)."""
+    if not isinstance(result, Estimate):
+        problem = f"{type(result).__name__} instead of an Estimate"
+    else:
+        try:
+            result.check(n_test)
+            return result
+        except AssertionError as exc:
+            problem = str(exc)
+    code = getattr(returned_by, "__code__", None)
+    where = (f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} in "
+             f"{returned_by.__qualname__}" if code is not None else repr(returned_by))
+    raise ContractViolation(f"{problem} (returned by {where})")

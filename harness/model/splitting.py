@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.core.errors import InputError
 from harness.core.qmc import split_budget
-from harness.model.result import Estimate
+from harness.model.result import Estimate, checked
 
 if TYPE_CHECKING:   # the mixin is used with Method; only for the annotations
     from harness.model.problem import Problem
@@ -86,9 +86,8 @@ class SplitsEstimates(ABC):
         failed = next((p for p in parts if p.get("failed")), None)
         if failed is not None:
             return Estimate.failed(failed["failed"], parts=len(parts))
-        result = self._combine_parts(problem, parts)
-        result.check(problem.n_test)
-        return result
+        return checked(self._combine_parts(problem, parts), problem.n_test,
+                       type(self)._combine_parts)
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
         """The estimate at `budget`: one part at the whole budget, combined alone."""

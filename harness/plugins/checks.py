@@ -55,10 +55,11 @@ import numpy as np
 
 from harness.core.errors import InputError
 from harness.core.oracles import orthant_closed_form
+from harness.core.progress import advance, phase
 from harness.model.debugging import exception_reason
 from harness.model.method import Method
 from harness.model.problem import Problem
-from harness.model.result import Estimate
+from harness.model.result import ANSWERED, Estimate
 from harness.model.splitting import splits
 from harness.plugins.contract import contract_violations, positive_int
 
@@ -95,10 +96,23 @@ class CheckReport:
     def failed(self) -> list[CheckResult]:
         return [r for r in self.results if r.status == FAILED]
 
+    def counts(self) -> dict[str, int]:
+        return {s: sum(r.status == s for r in self.results) for s in (PASSED, FAILED, SKIPPED)}
+
+    def to_json(self) -> dict:
+        """Plain data (`check --json`): the method, the counts and every check's outcome."""
+        return {"method": self.method, **self.counts(),
+                "checks": [{"check": r.check, "status": r.status, "detail": r.detail}
+                           for r in self.results]}
+
     def __str__(self) -> str:
-        counts = {s: sum(r.status == s for r in self.results) for s in (PASSED, FAILED, SKIPPED)}
+        counts = self.counts()
         head = (f"harness.plugins.checks checks of method {self.method}: {counts[PASSED]} passed, "
                 f"{counts[FAILED]} failed, {counts[SKIPPED]} skipped")
+        no_answer = [r for r in self.failed if r.detail.startswith(RUN_FAILED)]
+        if len(no_answer) > 1 and len(no_answer) == len(self.failed):
+            head += ("\n  every run of the method failed, so the checks could compare nothing: "
+                     "make one run work first (python -m harness run ... --method ...)")
         width = max((len(r.check) for r in self.results), default=0)
         lines = [head] + [f"  {r.status.upper() if r.status == FAILED else r.status:<8} "
                           f"{r.check:<{width}}  {r.detail}".rstrip() for r in self.results]
@@ -147,10 +161,13 @@ def run_checks(cls: type[Method], *, quick: bool = False) -> CheckReport:
     """Every check on `cls`, in order; later checks still run when one fails (after a broken
     contract only the contract is reported)."""
     report = CheckReport(_title(cls))
-    for check in CHECKS:
-        report.results.append(run_check(cls, check, quick=quick))
-        if check == "contract" and report.failed:
-            break
+    with phase("checks", total=len(CHECKS)):   # harness.core.progress
+        for check in CHECKS:
+            with phase(check):
+                report.results.append(run_check(cls, check, quick=quick))
+            advance()
+            if check == "contract" and report.failed:
+                break
     return report
 
 
@@ -236,6 +253,19 @@ def _run(cls: type[Method], problem: Problem, seed: int, budget: int) -> Estimat
     return cls().estimate(problem, budget, np.random.default_rng(seed))
 
 
+RUN_FAILED = "the run failed"   # how a check's detail starts when the method gave no answer
+
+
+def _answered(est: Estimate, where: str) -> Estimate:
+    """est, or AssertionError saying that the run itself failed (status and reason): a check
+    that compares answers must not blame a run that gave none on what it compares."""
+    if not isinstance(est, Estimate) or est.status not in ANSWERED:
+        status = getattr(est, "status", type(est).__name__)
+        raise AssertionError(f"{RUN_FAILED} ({where}): status {status!r}: "
+                             f"{getattr(est, 'reason', '')}".rstrip(": "))
+    return est
+
+
 # ---- the checks -----------------------------------------------------------------------------
 @_check
 def check_contract(cls):
@@ -311,13 +341,14 @@ def _with_global_seed(seed: int, fn):
 @_check
 def check_determinism(cls):
     problem, budget = small_gpc(), cls.checks.smoke_budget
-    a = _with_global_seed(1, lambda: _run(cls, problem, 5, budget))
-    b = _with_global_seed(2, lambda: _run(cls, problem, 5, budget))
+    where = f"seed 5, budget {budget}, N = {problem.n_train}"
+    a = _answered(_with_global_seed(1, lambda: _run(cls, problem, 5, budget)), where)
+    b = _answered(_with_global_seed(2, lambda: _run(cls, problem, 5, budget)), where)
     assert _same(a, b), (
         f"seed 5 gave two different answers (log Z {a.log_marginal_likelihood} and "
         f"{b.log_marginal_likelihood}): draw every random number from the rng argument, never "
         "from np.random.* or random.*, and keep no state between calls")
-    c = _run(cls, problem, 6, budget)
+    c = _answered(_run(cls, problem, 6, budget), where.replace("seed 5", "seed 6"))
     if cls.tags.stochastic:
         assert not _same(a, c), ("seeds 5 and 6 gave the same answer: use the rng argument "
                                  "(or declare tags = Tags(stochastic=False))")
@@ -331,9 +362,9 @@ def check_output(cls):
     problem = small_gpc()
     est = _run(cls, problem, 0, cls.checks.smoke_budget)
     assert isinstance(est, Estimate), f"_estimate returned {type(est).__name__}, not an Estimate"
-    assert est.status == "ok", (f"status {est.status!r} at checks.smoke_budget = "
-                                f"{cls.checks.smoke_budget} on N = {problem.n_train}: "
-                                f"{est.reason}")
+    where = f"checks.smoke_budget = {cls.checks.smoke_budget} on N = {problem.n_train}"
+    _answered(est, where)
+    assert est.status == "ok", f"status {est.status!r} at {where}: {est.reason}"
     lz, se = est.log_marginal_likelihood, est.log_marginal_likelihood_se
     if cls.tags.estimates_log_z:
         assert lz is not None and np.isfinite(lz) and lz < 0, f"log Z is {lz!r}"
@@ -408,7 +439,8 @@ def check_closed_forms(cls):
     for n in (1, 2, 3):
         problem = small_orthant(n)
         exact = np.log(orthant_closed_form(problem.R))
-        runs = np.array([_run(cls, problem, s, 4000).log_marginal_likelihood for s in range(6)])
+        runs = np.array([_answered(_run(cls, problem, s, 4000), f"N = {n}, seed {s}, budget "
+                                   "4000").log_marginal_likelihood for s in range(6)])
         spread = max(runs.std(ddof=1), 1e-12)
         tol = 5 * spread / np.sqrt(len(runs)) + (0.02 if cls.tags.exact else 0.1)
         err = abs(runs.mean() - exact)
@@ -435,8 +467,10 @@ def check_accuracy(cls):
 def _accuracy_on(cls, family: str, problem: Problem) -> str:
     where = f"{family} (N = {problem.n_train}, budget {cls.checks.test_budget}, 4 runs)"
     ests = [_run(cls, problem, s, cls.checks.test_budget) for s in range(4)]
+    for e in ests:
+        _answered(e, where)
     bad = [e.reason for e in ests if e.status != "ok"]
-    assert not bad, f"{where}: failed runs: {bad}"
+    assert not bad, f"{where}: unreliable runs: {bad}"
     truth, done = problem.truth, []
     if cls.tags.estimates_log_z:
         lz = np.array([e.log_marginal_likelihood for e in ests])

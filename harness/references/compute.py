@@ -41,6 +41,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from harness.core.errors import InputError
+from harness.core.progress import phase
 from harness.execution.provenance import machine, versions
 from harness.model.method import Method
 from harness.model.problem import Problem
@@ -198,7 +199,8 @@ def run_rounds(runner: PartRunner, part_budget: int, parts_per_round: int,
         raise InputError("--budget", f"the budget {max_budget} is below one part "
                          f"({part_budget})", "raise --budget or lower --round-budget")
     while True:
-        fields = runner.run(n_parts, part_budget)
+        with phase(f"round {len(history) + 1} ({n_parts} parts)"):   # harness.core.progress
+            fields = runner.run(n_parts, part_budget)
         precision = _precision(fields)
         history.append({"round": len(history) + 1, "parts": n_parts, "budget": runner.budget,
                         "log_marginal_likelihood": fields.get("log_marginal_likelihood"),

@@ -9,6 +9,7 @@ import matplotlib
 
 from harness.analysis.aggregate import OK, UNRELIABLE, ReportData, load
 from harness.analysis.results import job_rows, write_csv
+from harness.core.progress import advance, phase
 from harness.model.problem import describe_kernel
 from harness.model.result import ANSWERED
 from harness.report import (
@@ -191,13 +192,14 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
     Returns the paths written: "html", "pdf", and "cells_csv" / "jobs_csv" (and
     "calibration_csv" / "tuning_csv" when the store has jobs for them).
     """
-    data = load(store_path)
+    with phase("reading the store"):   # harness.core.progress: bars in `report`
+        data = load(store_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data.palette = palette_for(data)
     # every figure stays open until both the HTML and the PDF have it: silence matplotlib's
     # warning about more than 20 open figures (they are all closed below)
-    with matplotlib.rc_context({"figure.max_open_warning": 0}):
+    with matplotlib.rc_context({"figure.max_open_warning": 0}), phase("building the report"):
         specs = figs.all_figures(data, data.palette)
         scale_sections = scaling_section.sections(data, data.palette)
         specs += [f for s in scale_sections for f in s.figures]
@@ -206,7 +208,11 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
         calibration_sec = calibration_section.section(data, data.palette)
         specs += calibration_sec.figures if calibration_sec is not None else []
         try:
-            svgs = {f.key: f.to_bytes("svg") for f in specs}
+            svgs = {}
+            with phase("rendering the figures", total=len(specs)):
+                for f in specs:
+                    svgs[f.key] = f.to_bytes("svg")
+                    advance()
             context = context_for(data, specs, svgs)
             context["scale"] = scaling_section.context(scale_sections, svgs)
             context["tuning"] = tuning_section.context(tune_sections, svgs)
@@ -215,7 +221,8 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
             written["html"] = out / HTML_NAME
             written["html"].write_text(html.render(context), encoding="utf-8")
             if pdf_file:
-                written["pdf"] = pdf.write_pdf(out / PDF_NAME, context, specs)
+                with phase("writing the PDF"):
+                    written["pdf"] = pdf.write_pdf(out / PDF_NAME, context, specs)
         finally:
             figs.close(specs)
     if csv:

@@ -92,6 +92,16 @@ def palette_of(data: ReportData, palette: Palette | None) -> Palette:
     return data.palette
 
 
+def _columns_that_fit(fig: Figure, handles) -> int:
+    """Legend columns as wide as the longest label that fit the figure's width (a saved
+    figure must not cut its legend): ~0.6 em per character plus the handle and spacing."""
+    em = plt.rcParams["legend.fontsize"]
+    em = (em if isinstance(em, int | float) else 10.0) / 72   # inches ("medium" -> 10 pt)
+    longest = max((len(str(h.get_label())) for h in handles), default=0)
+    column = (0.6 * longest + 2.6 + 0.8 + 2.0) * em
+    return max(1, int(fig.get_size_inches()[0] // column))
+
+
 def _legend(fig: Figure, palette: Palette, methods: list[str], extra=(), ncol: int = 3,
             handles=None) -> None:
     """The legend in its strip below the plots, sized to its number of rows."""
@@ -101,7 +111,7 @@ def _legend(fig: Figure, palette: Palette, methods: list[str], extra=(), ncol: i
                    for m in methods]
     handles = list(handles) + list(extra)
     gs, legend_ax, height = fig._report_layout
-    ncol = max(1, min(len(handles), ncol))
+    ncol = max(1, min(len(handles), ncol, _columns_that_fit(fig, handles)))
     rows = math.ceil(len(handles) / ncol) if handles else 0
     strip = 0.1 + 0.24 * rows
     gs.set_height_ratios([height, strip])

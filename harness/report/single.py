@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis.aggregate import METRICS, ReportData, aggregate, load
+from harness.analysis.names import find_problem
 from harness.core.errors import InputError
 from harness.report.figures import (
     _clip_floor_band,
@@ -46,21 +47,34 @@ def report_data(results_or_store: Any) -> ReportData:
                       palette=palette_for(full) if store else None)
 
 
+def _has(data: ReportData, problem: str, against: str) -> bool:
+    """Whether the problem has an exact truth or reference ('truth') or a Bayes posterior."""
+    summary = data.problems.get(problem, {})
+    if against == "truth":
+        return bool(summary.get("truth_kind"))
+    return summary.get("bayes_posterior") is not None
+
+
 def time_error(data: ReportData, problem: str, metric: str = "mae", ax=None, palette=None):
     """CPU seconds against `metric` (a column of METRICS) for one problem; returns the figure."""
     if metric not in METRICS:
         raise InputError("metric", f"unknown metric {metric!r}", f"one of: {', '.join(METRICS)}")
+    known = sorted(set(data.cells["problem"])) if len(data.cells) else []
+    problem = find_problem(problem, known) or problem   # a spec as written finds its name
     cells = data.cells[data.cells["problem"] == problem] if len(data.cells) else data.cells
     if not len(cells):
-        known = sorted(set(data.cells["problem"])) if len(data.cells) else []
         raise InputError("problem", f"no job of problem {problem!r} in these results",
                          f"problems: {', '.join(known) or 'none'}")
     cells = cells[cells[f"{metric}_n"] > 0]
     if not len(cells):
         have = [m for m in METRICS if (data.cells[data.cells["problem"] == problem]
                                        [f"{m}_n"] > 0).any()]
-        raise InputError("metric", f"no successful job of {problem!r} has {metric!r}",
-                         f"metrics there: {', '.join(have) or 'none'}")
+        against = METRICS[metric].against
+        missing = (against in ("truth", "posterior") and problem in data.problems
+                   and not _has(data, problem, against))
+        why = (f"{metric!r} is measured against the problem's {against}, which {problem!r} has "
+               "not" if missing else f"no successful job of {problem!r} has {metric!r}")
+        raise InputError("metric", why, f"metrics there: {', '.join(have) or 'none'}")
     palette = palette or data.palette or palette_for(data)
     if ax is None:
         fig, (ax,) = _new(1, width_per=5.6)
