@@ -51,7 +51,8 @@ def standard_error(values) -> float:
     v = v[np.isfinite(v)]
     if len(v) < 2:
         return float("nan")
-    return float(np.std(v, ddof=1) / np.sqrt(len(v)))
+    # shifted by the first value: equal values give exactly 0, not a rounding residue
+    return float(np.std(v - v[0], ddof=1) / np.sqrt(len(v)))
 
 
 def median_consensus(estimates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

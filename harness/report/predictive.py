@@ -37,7 +37,8 @@ def predictive_table(data: ReportData, palette) -> Table:
         rows.append([Cell(f"{problem}" + (f" ({n} held-out labels)" if n else ""))]
                     + [Cell("")] * (2 + len(PREDICTIVE)))
         rows += _reference_rows(summary)
-        for _, r in grp.sort_values("budget").groupby("method", sort=True).tail(1).iterrows():
+        top = grp.sort_values("budget").groupby("method").tail(1).sort_values("method")
+        for _, r in top.iterrows():
             rows.append([method_cell(data, palette, r["method"]),
                          Cell(fmt_budget(r["budget"]), "num"),
                          Cell(str(int(r["accuracy_n"])), "num")]
