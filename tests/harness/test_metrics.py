@@ -12,11 +12,11 @@ import pytest
 from harness.analysis.aggregate import load
 from harness.analysis.results import job_rows
 from harness.cli.main import main
-from harness.execution.formatting import format_record
 from harness.core.metrics import LOG_LOSS_FLOOR, predictive_scores
+from harness.execution.formatting import format_record
 from harness.plugins.specs import make_problem
-from harness.report.predictive import predictive_table
 from harness.report.palette import palette_for
+from harness.report.predictive import predictive_table
 
 
 def test_predictive_scores_known_values():
