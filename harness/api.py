@@ -24,7 +24,8 @@ from harness.model.problem import Problem
 # fields a result answers None for when its run has none (no truth, no prediction, ...)
 OPTIONAL = ("log_marginal_likelihood", "log_marginal_likelihood_se", "test_probabilities",
             "reason", "truth_kind", "true_log_marginal_likelihood", "abs_log_error",
-            "mape_percent", "mae", "warnings", "test_probabilities_se",
+            "mape_percent", "mae", "accuracy", "log_loss", "brier", "warnings",
+            "test_probabilities_se",
             "true_test_probabilities", "test_probabilities_abs_error")
 
 
@@ -37,7 +38,8 @@ class Result:
 
     `test_probabilities` (and its per-point SEs, truth and errors) are numpy arrays (None when
     absent: the method does not predict, or gives no SEs, or there is no truth); errors
-    against the truth (`abs_log_error`, `mape_percent`, `mae`) are None without one.
+    against the truth (`abs_log_error`, `mape_percent`, `mae`) are None without one, and so
+    are the scores against held-out labels (`accuracy`, `log_loss`, `brier`) without them.
     `to_dict()` is the plain record, exactly what `run --json` prints.
     """
 

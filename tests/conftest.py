@@ -49,6 +49,12 @@ def sweep_runner():
 
 
 @pytest.fixture(scope="session")
+def sweep_here():
+    """run_tiny_sweep(store, text): a sweep run in this process, for tests of other modules."""
+    return run_tiny_sweep
+
+
+@pytest.fixture(scope="session")
 def tiny_store(tmp_path_factory):
     """A real results store of a tiny sweep: a problem with exact truth (linear1d) and one
     without (gauss2class: Bayes posterior and consensus), two exact methods and EP."""

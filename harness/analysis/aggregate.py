@@ -15,6 +15,11 @@ Errors (docs/math.md §10):
 
 A reference truth carries a standard error; errors of log Z below REFERENCE_FACTOR times it
 cannot be told apart from zero and are shown as "at reference precision".
+
+Where the problem has held-out labels (`y_test` in its stored summary: CSV and .npz files with
+test labels, the realdata presets and the synthetic families), each job's test probabilities
+are also scored against them (PREDICTIVE: accuracy, log-loss, Brier score;
+harness.core.metrics.predictive_scores, docs/math.md §10), jobs and cells alike.
 """
 
 from __future__ import annotations
@@ -61,9 +66,17 @@ METRICS: dict[str, Metric] = {m.column: m for m in (
     Metric("med_mape_percent", "MAPE vs consensus",
            "MAPE of log Z vs consensus (%, log scale)", "%", "consensus"),
 )}
+# scores against held-out labels (not errors: accuracy is better higher); "labels" is what
+# they are measured against
+PREDICTIVE: dict[str, Metric] = {m.column: m for m in (
+    Metric("accuracy", "accuracy", "accuracy on held-out labels", "fraction", "labels"),
+    Metric("log_loss", "log-loss", "log-loss on held-out labels (nats per point)", "nats",
+           "labels"),
+    Metric("brier", "Brier score", "Brier score on held-out labels", "probability²", "labels"),
+)}
 COST_COLUMNS = ("cpu_seconds", "wall_seconds", "peak_memory_mb")
 SETUP_COLUMNS = ("setup_cpu_seconds", "setup_wall_seconds")   # NaN in stores that predate them
-VALUE_COLUMNS = COST_COLUMNS + tuple(METRICS)
+VALUE_COLUMNS = COST_COLUMNS + tuple(METRICS) + tuple(PREDICTIVE)
 
 
 @dataclass
@@ -210,12 +223,14 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
             "_rec_mae": _float(r.get("mae")),
             "_rec_truth_kind": r.get("truth_kind"),
             "_rec_true_log_z": _float(r.get("true_log_marginal_likelihood")),
+            **{f"_rec_{c}": _float(r.get(c)) for c in PREDICTIVE},
         })
     jobs = pd.DataFrame(rows, columns=[
         "job_id", "sweep", "problem", "method", "method_name", "exact_method", "budget",
         "budget_unit", "replicate", "status", "reason", "log_z", "log_z_se", "probabilities",
         "n_train", "n_test", *COST_COLUMNS, *SETUP_COLUMNS, "_rec_abs_log_error",
-        "_rec_mape_percent", "_rec_mae", "_rec_truth_kind", "_rec_true_log_z"])
+        "_rec_mape_percent", "_rec_mae", "_rec_truth_kind", "_rec_true_log_z",
+        *(f"_rec_{c}" for c in PREDICTIVE)])
     answered = jobs["status"].isin(ANSWERED)
 
     # problems known only from their jobs still get a section
@@ -234,7 +249,7 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
                        for p, n in zip(jobs["problem"], jobs["n_train"], strict=True)]
 
     # ---- against truth and the Bayes posterior ----
-    for col in METRICS:
+    for col in (*METRICS, *PREDICTIVE):
         jobs[col] = math.nan
     for i in np.flatnonzero(answered.to_numpy()):
         row = jobs.iloc[i]
@@ -255,14 +270,36 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
         post = _array(s.get("bayes_posterior"))
         if probs is not None and post is not None and len(post) == len(probs) and len(probs):
             jobs.iat[i, jobs.columns.get_loc("mae_post")] = metrics.mae(probs, post)
+        y_test = _array(s.get("y_test"))
+        if probs is not None and y_test is not None and len(y_test) == len(probs) and len(probs):
+            scores = metrics.predictive_scores(probs, y_test)
+        else:   # the record's own, when the store's summary has no labels
+            scores = {c: row[f"_rec_{c}"] for c in PREDICTIVE}
+        for col, value in scores.items():
+            jobs.iat[i, jobs.columns.get_loc(col)] = value
 
     # ---- against the consensus ----
     why_not = consensus_exclusions(records)
     consensus = {name: compute_consensus(name, jobs[jobs["problem"] == name], why_not)
                  for name in problems}
-    for i in np.flatnonzero(answered.to_numpy()):
+    against_consensus(jobs, consensus)
+
+    jobs = jobs.drop(columns=[c for c in jobs.columns if c.startswith("_rec_")])
+    return ReportData(jobs=jobs, cells=aggregate(jobs), problems=problems, metadata=metadata,
+                      consensus=consensus, failures=failures(jobs), records=records,
+                      unreliable=unreliable(jobs))
+
+
+def against_consensus(jobs: pd.DataFrame, consensus: Mapping[str, Consensus]) -> None:
+    """Fill the consensus errors (med_abs_log_error, med_mape_percent, mae_med) of the answered
+    jobs, in place, against `consensus` (by problem name; a problem without one is left NaN)."""
+    for col in ("med_abs_log_error", "med_mape_percent", "mae_med"):
+        jobs[col] = math.nan
+    for i in np.flatnonzero(jobs["status"].isin(ANSWERED).to_numpy()):
         row = jobs.iloc[i]
-        c = consensus[row["problem"]]
+        c = consensus.get(row["problem"])
+        if c is None:
+            continue
         if c.log_z is not None and not math.isnan(row["log_z"]):
             jobs.iat[i, jobs.columns.get_loc("med_abs_log_error")] = metrics.abs_log_error(
                 row["log_z"], c.log_z)
@@ -272,11 +309,6 @@ def prepare(records: list[dict], problems: dict[str, dict], metadata: dict) -> R
         p = row["probabilities"]
         if c.probabilities is not None and p is not None and len(p) == len(c.probabilities):
             jobs.iat[i, jobs.columns.get_loc("mae_med")] = metrics.mae(p, c.probabilities)
-
-    jobs = jobs.drop(columns=[c for c in jobs.columns if c.startswith("_rec_")])
-    return ReportData(jobs=jobs, cells=aggregate(jobs), problems=problems, metadata=metadata,
-                      consensus=consensus, failures=failures(jobs), records=records,
-                      unreliable=unreliable(jobs))
 
 
 UNREGISTERED = "not a registered method here, so it is not known to give an unbiased Ẑ"

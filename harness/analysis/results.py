@@ -4,9 +4,10 @@
 the report's `jobs.csv` all come from `job_rows`: each job's plain record flattened
 (settings.count, diagnostics.chunks, ...), with the errors the report measures
 (harness.analysis.aggregate: against the truth, the Bayes posterior or the consensus of the
-exact methods, docs/math.md §10) in place of the runner's. Field names are those of `run --json`
-(log_marginal_likelihood, test_probabilities, abs_log_error, mae, ...), plus the report's
-mae_post, mae_med, med_abs_log_error and med_mape_percent.
+exact methods, docs/math.md §10) in place of the runner's, and the scores against held-out
+labels (accuracy, log_loss, brier) where the problem has them. Field names are those of `run
+--json` (log_marginal_likelihood, test_probabilities, abs_log_error, mae, ...), plus the
+report's mae_post, mae_med, med_abs_log_error and med_mape_percent.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.aggregate import METRICS, ReportData, load
+from harness.analysis.aggregate import METRICS, PREDICTIVE, ReportData, load
 
 # the report's column -> the record's (and run --json's) name
 RENAMED = {"log_z": "log_marginal_likelihood", "log_z_se": "log_marginal_likelihood_se",
@@ -27,10 +28,10 @@ RENAMED = {"log_z": "log_marginal_likelihood", "log_z_se": "log_marginal_likelih
 FIRST = ("job_id", "sweep", "problem", "problem_spec", "family", "method", "method_name",
          "exact_method", "budget", "budget_unit", "replicate", "seed", "status", "reason",
          "log_marginal_likelihood", "log_marginal_likelihood_se", "truth_kind",
-         "true_log_marginal_likelihood", *METRICS, "cpu_seconds", "process_cpu_seconds",
-         "wall_seconds", "job_wall_seconds", "setup_cpu_seconds", "setup_wall_seconds",
-         "setup_cached", "peak_memory_mb", "n_train", "n_test", "time_limit", "worker",
-         "finished_at")
+         "true_log_marginal_likelihood", *METRICS, *PREDICTIVE, "cpu_seconds",
+         "process_cpu_seconds", "wall_seconds", "job_wall_seconds", "setup_cpu_seconds",
+         "setup_wall_seconds", "setup_cached", "peak_memory_mb", "n_train", "n_test",
+         "time_limit", "worker", "finished_at")
 LAST = ("test_probabilities",)
 
 

@@ -149,3 +149,18 @@ def out_file(out: str, suffixes: tuple[str, ...], name: str) -> Path:
         raise InputError("--out", f"unknown format {path.suffix!r}",
                          f"give a file name ending in {' or '.join(suffixes)}, or a folder")
     return path / name
+
+
+def settings_option(items: list[str], field: str = "--set") -> dict[str, str]:
+    """--set KEY=VALUE options (each may hold several pairs, a=1,b=2) as one dict; a key
+    given twice is refused rather than the last one silently kept."""
+    from harness.plugins.specs import parse_pairs
+
+    settings: dict[str, str] = {}
+    for item in items:
+        for key, value in parse_pairs(item, field).items():
+            if key in settings:
+                raise InputError(field, f"setting {key!r} given twice ({settings[key]!r} and "
+                                 f"{value!r})", "give each setting once")
+            settings[key] = value
+    return settings

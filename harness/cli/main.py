@@ -1,4 +1,5 @@
-"""Command line: python -m harness {list, run, check, sweep, export, report, reference, gpr}.
+"""Command line: python -m harness {list, run, check, sweep, export, compare, report, reference,
+gpr}.
 
 The commands are modules of this package, each with `setup(parser)` (its arguments) and
 `run(args)` (exit code). Bad input ends with exit code 2 and one line on stderr naming the
@@ -11,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.cli import check, export, gpr, reference, report, run, sweep
+from harness.cli import check, compare, export, gpr, reference, report, run, sweep
 from harness.cli import list as list_
 from harness.cli.args import EXIT_BAD_INPUT, Parser, add_verbosity
 from harness.core.errors import InputError
@@ -27,6 +28,7 @@ COMMANDS = {
     "report": (report.setup, report.run),
     "sweep": (sweep.setup, sweep.run),
     "export": (export.setup, export.run),
+    "compare": (compare.setup, compare.run),
 }
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from harness.cli.args import VERBOSE, add_cluster_options, add_named, named, workers_option
+from harness.cli.args import (VERBOSE, add_cluster_options, add_named, named, settings_option,
+                              workers_option)
 from harness.cli.progress import progress_bars
 from harness.core.errors import InputError
 from harness.core.progress import phase
@@ -42,7 +43,6 @@ def run(args) -> int:
     from harness.execution.single import build_problem, run_numbers, run_single
     from harness.model.footprint import memory_limit
     from harness.plugins.method_files import resolve_method
-    from harness.plugins.specs import parse_pairs
 
     missing = [f"--{n}" for n in ("problem", "method") if named(args, n, required=False) is None]
     missing += ["--budget"] if args.budget is None else []
@@ -52,14 +52,7 @@ def run(args) -> int:
                          "positionally; see --help")
     args.problem, args.method = named(args, "problem"), named(args, "method")
     budget, seed = run_numbers(args.budget, args.seed, "--budget", "--seed")
-    settings: dict[str, str] = {}
-    for item in args.settings:
-        for key, value in parse_pairs(item, "--set").items():
-            if key in settings:
-                raise InputError("--set", f"setting {key!r} given twice ({settings[key]!r} and "
-                                 f"{value!r})", "give each setting once")
-            settings[key] = value
-    method = resolve_method(args.method, "--method").from_settings(settings)
+    method = resolve_method(args.method, "--method").from_settings(settings_option(args.settings))
     split = args.parts is not None or args.workers is not None or args.scheduler is not None
     if split:
         from harness.execution.cluster import check_options

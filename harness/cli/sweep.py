@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -9,11 +10,29 @@ from harness.cli.args import (
     add_cluster_options,
     max_local_workers,
     remember_store,
+    settings_option,
     workers_option,
 )
 from harness.model.settings import parse_seconds
 
 DEFAULT_SWEEP = "sweeps/quick.toml"
+
+
+class MethodOption(argparse.Action):
+    """--method NAME: a new [name, [KEY=VALUE, ...]] entry that later --set options fill."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        getattr(namespace, self.dest).append((value, []))
+
+
+class SetOption(argparse.Action):
+    """--set KEY=VALUE: a setting of the --method given last."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        methods = getattr(namespace, self.dest)
+        if not methods:
+            parser.error(f"--set {value}: give --method NAME before the --set options of it")
+        methods[-1][1].append(value)
 
 
 def default_sweep_file(path: str) -> str:
@@ -36,8 +55,30 @@ def setup(p):
         "input (one line naming the field); 3 the cluster could not finish (no worker for "
         "no_workers_timeout seconds, or the scheduler lost; finished jobs stay stored: run "
         "the same command again); 130 interrupted (Ctrl-C)")
-    p.add_argument("sweep_file", nargs="?", default=DEFAULT_SWEEP,
-                   help=f"the sweep (TOML); default {DEFAULT_SWEEP}")
+    p.add_argument("sweep_file", nargs="?", default=None,
+                   help=f"the sweep (TOML); default {DEFAULT_SWEEP}, or none when --problem "
+                   "and --method define the sweep")
+    filters = p.add_argument_group(
+        "filters", "without a sweep file, --problem, --method and --budget define a sweep "
+        "(named cli: results/cli.sqlite, reports/cli/); with one, they run only the matching "
+        "part of its grid (the same job ids, so the store resumes across both)")
+    filters.add_argument("--problem", action="append", default=[], metavar="SPEC",
+                         help="a problem (family:key=value,..., a preset or a file; a bare "
+                         "family, preset or file selects every problem of the file it heads); "
+                         "repeatable")
+    filters.add_argument("--method", dest="methods", action=MethodOption, default=[],
+                         metavar="NAME", help="a method (a name, an instance label such as "
+                         "rejection-bootstrap[count=hard], or path/to/file.py:Class); "
+                         "repeatable")
+    filters.add_argument("--set", dest="methods", action=SetOption, metavar="KEY=VALUE",
+                         help="a setting of the --method before it (repeatable): the value it "
+                         "runs with, or, with a sweep file, the value its instances must have")
+    filters.add_argument("--budget", action="append", default=[], metavar="LIST",
+                         help="budgets: a list 1000,1e4 or a log-spaced range START:STOP:NUM "
+                         "(1e3:1e5:3 is 1000, 10000, 100000); repeatable")
+    filters.add_argument("--replicates", metavar="N",
+                         help="replicates per problem x method x budget (without a file, "
+                         "default 1; with one, replicates 0 ... N-1)")
     p.add_argument("--store", help="results store (SQLite), relative to the working directory; "
                    "default: the file's [output] store (relative to the sweep file), else "
                    "results/<sweep name>.sqlite")
@@ -67,12 +108,18 @@ def setup(p):
 def run(args) -> int:
     from harness.execution.cluster import TLSOptions
     from harness.sweep.driver import EXIT_INTERRUPTED, run_sweep
+    from harness.sweep.filters import command_line_sweep, restrict
     from harness.sweep.spec import load_sweep
 
     workers = workers_option(args, maximum=max_local_workers())
     timeout = None if args.no_workers_timeout is None else \
         parse_seconds("--no-workers-timeout", args.no_workers_timeout)
-    sweep = load_sweep(default_sweep_file(args.sweep_file))
+    selection = selection_of(args)
+    if args.sweep_file is None and selection.defines_sweep:
+        sweep = command_line_sweep(selection)
+    else:
+        sweep = restrict(load_sweep(default_sweep_file(args.sweep_file or DEFAULT_SWEEP)),
+                         selection)
     tls = TLSOptions(args.tls_ca_file, args.tls_cert, args.tls_key)
     if sweep.kind == "reference":
         return _reference_sweep(sweep, args, workers, tls)
@@ -86,6 +133,19 @@ def run(args) -> int:
     except KeyboardInterrupt:   # run_sweep said how far it got
         return EXIT_INTERRUPTED
     return outcome.exit_code
+
+
+def selection_of(args):
+    """The filter options as a harness.sweep.filters.Selection (checked values)."""
+    from harness.model.settings import parse_int
+    from harness.sweep.filters import MethodChoice, Selection, parse_budget_option
+
+    methods = [MethodChoice(name, settings_option(items, f"--set (of --method {name})"))
+               for name, items in args.methods]
+    return Selection(tuple(args.problem), tuple(methods),
+                     parse_budget_option(args.budget) if args.budget else None,
+                     None if args.replicates is None
+                     else parse_int("--replicates", args.replicates, minimum=1))
 
 
 def _reference_sweep(sweep, args, workers, tls) -> int:

@@ -21,6 +21,29 @@ def mae(p_hat, p) -> float:
     return float(np.mean(np.abs(np.asarray(p_hat) - np.asarray(p))))
 
 
+# ---- predictive quality against held-out labels (docs/math.md §10) --------------------------
+PREDICTIVE = ("accuracy", "log_loss", "brier")
+LOG_LOSS_FLOOR = 1e-15   # a probability 0 of the observed label costs -log(1e-15) = 34.5 nats
+
+
+def predictive_scores(p, y) -> dict[str, float]:
+    """Accuracy, log-loss and Brier score of test probabilities p_i = P(y*_i = +1) against the
+    held-out labels y_i (±1), n points:
+
+    accuracy = (1/n) Σ 1{sign(p_i − ½) = y_i}, a p_i of exactly ½ counting one half;
+    log-loss = −(1/n) Σ log q_i with q_i = p_i if y_i = +1 else 1 − p_i, each q_i at least
+    LOG_LOSS_FLOOR (so one confident miss costs 34.5 nats, not infinity);
+    Brier = (1/n) Σ (p_i − 1{y_i = +1})².
+    """
+    p = np.asarray(p, float)
+    positive = np.asarray(y) > 0
+    hit = np.where(p == 0.5, 0.5, (p > 0.5) == positive)
+    q = np.where(positive, p, 1.0 - p)
+    return {"accuracy": float(np.mean(hit)),
+            "log_loss": float(-np.mean(np.log(np.maximum(q, LOG_LOSS_FLOOR)))),
+            "brier": float(np.mean((p - positive) ** 2))}
+
+
 # ---- summaries over replicates and the consensus of methods (used by the reports) ----------
 def standard_error(values) -> float:
     """Standard error of the mean, sd (ddof=1) / sqrt(n); NaN with fewer than two values."""
@@ -28,7 +51,8 @@ def standard_error(values) -> float:
     v = v[np.isfinite(v)]
     if len(v) < 2:
         return float("nan")
-    return float(np.std(v, ddof=1) / np.sqrt(len(v)))
+    # shifted by the first value: equal values give exactly 0, not a rounding residue
+    return float(np.std(v - v[0], ddof=1) / np.sqrt(len(v)))
 
 
 def median_consensus(estimates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -83,6 +83,9 @@ def format_record(r: dict, verbose: bool = False) -> str:
                              separator="")
     if "mae" in r:
         lines.append(f"  test probabilities: MAE {r['mae']:.3g}")
+    if "accuracy" in r:
+        lines.append(f"  held-out labels: accuracy {r['accuracy']:.3g}, log-loss "
+                     f"{r['log_loss']:.3g} nats, Brier {r['brier']:.3g}")
     lines.append(f"  CPU {r['cpu_seconds']:.2f} s, wall {r['wall_seconds']:.2f} s, "
                  f"peak memory {r['peak_memory_mb']:.0f} MB")
     if r.get("setup_cpu_seconds") is not None:

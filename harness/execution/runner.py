@@ -42,10 +42,15 @@ def identity_fields(problem: Problem, method: Method, budget: int) -> dict[str, 
 
 
 def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
-    """Errors against the problem's truth (exact oracle or reference), when it has one; for
-    unreliable runs too (their numbers are kept so that a user can see how wrong they are)."""
+    """Errors against the problem's truth (exact oracle or reference), when it has one, and
+    the predictive scores against its held-out labels y_test, when it has them
+    (metrics.predictive_scores); for unreliable runs too (their numbers are kept so that a
+    user can see how wrong they are)."""
     truth = problem.truth
-    out: dict[str, Any] = {}
+    probs = record.get("test_probabilities")
+    answered = record["status"] in ANSWERED and probs is not None
+    out: dict[str, Any] = (metrics.predictive_scores(probs, problem.y_test)
+                           if answered and problem.y_test is not None and problem.n_test else {})
     if truth is None:
         return out
     out["truth_kind"] = truth.kind
@@ -60,9 +65,7 @@ def truth_metrics(problem: Problem, record: dict[str, Any]) -> dict[str, Any]:
         if reference:   # an error below twice the reference's SE is not resolved by it
             out["at_reference_precision"] = metrics.at_reference_precision(
                 out["abs_log_error"], truth.log_marginal_likelihood_se)
-    probs = record.get("test_probabilities")
-    if (record["status"] in ANSWERED and probs is not None and truth.test_probabilities is not None
-            and problem.n_test):
+    if answered and truth.test_probabilities is not None and problem.n_test:
         out["mae"] = metrics.mae(probs, truth.test_probabilities)
     return out
 

@@ -352,4 +352,6 @@ class Problem:
             else listed(truth.test_probabilities_se),
             "reference": None if truth is None or truth.details is None else dict(truth.details),
             "bayes_posterior": listed(self.bayes_posterior),
+            # held-out labels (±1) of the test points, when known: predictive scores
+            "y_test": None if self.y_test is None else [int(v) for v in self.y_test],
         }

@@ -130,7 +130,7 @@ def canonical_problem(w: Where, where: str, head: str, options: dict[str, Any],
                 try:
                     v = coerce_setting(f"{where}.{k}", v, defaults[k])
                 except InputError as exc:
-                    raise w.rewrap(f"{where}.{k}", exc) from None
+                    raise w.own(f"{where}.{k}", exc) from None
             values[k] = typed(w, f"{where}.{k}", v, defaults[k])
     else:
         values = dict(options)

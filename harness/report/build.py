@@ -17,6 +17,7 @@ from harness.report import (
     calibration_section,
     html,
     pdf,
+    predictive,
     reproduction,
     scaling_section,
     tables,
@@ -145,6 +146,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         *tables.problem_by_budget_tables(data, palette, "mape_percent"),
         tables.problem_by_method_table(data, palette),
         tables.consensus_table(data),
+        predictive.predictive_table(data, palette),
     ) if t]
     sweep_name = meta.get("sweep_name") or (meta.get("sweep") or {}).get("name") or ""
     return {

@@ -448,7 +448,7 @@ def environment_rows(metadata: dict) -> list[tuple[str, str]]:
         if k.startswith("tune_reference:"):  # shown in the tuning section
             continue
         if k == "sweeps" and isinstance(v, dict):
-            v = {name: {a: b for a, b in info.items() if a != "text"}
+            v = {name: {a: b for a, b in info.items() if a not in ("text", "job_ids")}
                  for name, info in v.items() if isinstance(info, dict)}
         if isinstance(v, dict):
             out.extend(_fact_rows(v, f"{k}."))

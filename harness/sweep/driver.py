@@ -163,9 +163,14 @@ def split_lines(sweep: Sweep, jobs: Sequence[Job]) -> list[str]:
 
 
 def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, Any],
-                    n_jobs: int) -> None:
-    """Sweep file, sweep summary, environment facts and problem summaries, before any job
-    (`n_jobs`: the planned jobs)."""
+                    jobs: Sequence[Job]) -> None:
+    """Sweep file, sweep summary, environment facts and problem summaries, before any job.
+
+    `sweeps` keeps, per sweep name, the file's text and the ids of its planned jobs
+    (`job_ids`; a store may hold several sweeps that share jobs, stored once:
+    harness.analysis.compare selects a sweep's jobs by them): a run of the same text adds its
+    ids to those recorded (a filtered run plans part of the grid, harness.sweep.filters), a new
+    text replaces them; `jobs` is how many this run planned."""
     now = datetime.now(UTC).isoformat()
     for p in sweep.problems:
         store.add_problem(p.summary)
@@ -173,8 +178,12 @@ def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, An
     store.set_metadata("sweep_file", sweep.text)
     store.set_metadata("sweep_path", sweep.path)
     sweeps = store.metadata().get("sweeps") or {}
+    before = sweeps.get(sweep.name) or {}
+    ids = [j.job_id for j in jobs]
+    if before.get("text") == sweep.text:
+        ids = sorted(set(before.get("job_ids") or []) | set(ids))
     sweeps[sweep.name] = {"path": sweep.path, "text": sweep.text, "started_at": now,
-                          "jobs": n_jobs}
+                          "jobs": len(jobs), "job_ids": ids}
     store.set_metadata("sweeps", sweeps)
     store.set_metadata("environment", client_facts)
     store.set_metadata("started_at", now)
@@ -515,7 +524,7 @@ def run_sweep(
             n_stored = sum(len(stored_parts(db, j, rerun_failed)) for j in split)
             print(f"{len(split)} of them in {n_parts} parts: {n_stored} parts stored, "
                   f"{n_parts - n_stored} to run", file=out, flush=True)
-        record_metadata(db, sweep, environment_facts(), len(jobs))
+        record_metadata(db, sweep, environment_facts(), jobs)
         record_references(db, sweep, out)
         if todo:
             conn = connected()

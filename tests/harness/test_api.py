@@ -165,8 +165,10 @@ def test_export_and_jobs_csv_have_the_load_results_columns(tiny_store, tmp_path)
         jobs_csv = list(csv.DictReader(f))
     assert list(exported[0]) == list(jobs_csv[0]) == list(table.columns)
     assert exported == jobs_csv
+    # the predictive scores against the held-out labels: columns here, a table in the report
+    assert "Predictive quality on the held-out labels" in written["html"].read_text()
     for row, (_, expect) in zip(exported, table.iterrows(), strict=True):
-        for col in ("mae", "mae_med", "mae_post", "abs_log_error"):
+        for col in ("mae", "mae_med", "mae_post", "abs_log_error", "accuracy", "log_loss"):
             assert (row[col] == "") == (not np.isfinite(expect[col]))
             if row[col]:
                 assert float(row[col]) == pytest.approx(expect[col], rel=1e-12)
