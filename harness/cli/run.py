@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 
-from harness.cli.args import (VERBOSE, add_cluster_options, add_named, named, settings_option,
-                              workers_option)
+from harness.cli.args import (
+    VERBOSE,
+    add_cluster_options,
+    add_named,
+    named,
+    settings_option,
+    workers_option,
+)
 from harness.cli.progress import progress_bars
 from harness.core.errors import InputError
 from harness.core.progress import phase
