@@ -43,6 +43,7 @@ from harness.core.errors import InputError
 from harness.core.kernels import make_kernel
 from harness.datasets.split import standardise
 from harness.model.problem import Problem, Truth, describe_kernel
+from harness.model.settings import check_number
 
 FILE_OPTIONS = {"kernel", "alpha", "beta", "label", "order", "seed", "standardize"}
 STANDARDISED = " (standardised)"   # the suffix of a standardised file problem's name
@@ -92,6 +93,9 @@ def _standardised(names: list[str] | None, X_train, X_test, where: str):
 
 
 def _kernel_from(field: str, name: str, alpha, beta):
+    """The kernel of a file problem; alpha and beta (from the file or the spec) are numbers
+    checked like every other number (harness.model.settings.check_number: finite, |value| at
+    most 2^53), then by the kernel (positive)."""
     try:
         if np.ndim(alpha) or np.ndim(beta):
             raise TypeError
@@ -101,6 +105,8 @@ def _kernel_from(field: str, name: str, alpha, beta):
         shown = ", ".join(f"{v!r}" if np.ndim(v) == 0 else f"an array of shape {np.shape(v)}"
                           for v in (alpha, beta))
         raise InputError(field, f"alpha and beta must be numbers, got {shown}") from None
+    check_number(f"{field}: alpha", alpha)
+    check_number(f"{field}: beta", beta)
     if name == "linear":
         return make_kernel("linear", scale=beta)
     return make_kernel(name, alpha=alpha, beta=beta)
@@ -165,6 +171,7 @@ def _reference_truth(path: Path, data: dict[str, np.ndarray], n_test: int) -> Tr
         raise InputError(field, "must be a number") from None
     if not (np.isfinite(log_z) and log_z <= 0):
         raise InputError(field, f"must be a finite log-probability (<= 0), got {log_z}")
+    check_number(field, log_z)
     probs = None
     if "true_test_probabilities" in data:
         field = f"{path}: true_test_probabilities"

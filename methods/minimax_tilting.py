@@ -12,13 +12,16 @@ system ∇ψ(x, μ) = 0 of ψ(x; μ) = Σ_j [μ_j^2/2 - x_j μ_j + log Φ(L̃_j 
 
     -μ + L̃ᵀ P = 0,   μ - x + P = 0,   P = φ(L̃ x + μ) / Φ(L̃ x + μ)
 
-(inverse Mills ratio in log space), solved by damped Newton steps with Botev's analytic
-Jacobian (harness.core.saddle_point: δμ is eliminated and the remaining SPD system is solved by
-conjugate gradients using only products with the factor, O(N²) each). The estimator then has
-bounded, often vanishing, relative error as the probability gets small. The set-up (reordering
-and factor O(N³), saddle point ~ O(N²) per Newton step) is done once per problem in `prepare`
-and cached. If the saddle point does not converge, μ is still a valid proposal (any shift is):
-the estimate runs and its diagnostics say so (saddle_converged = 0).
+(inverse Mills ratio in log space), solved by Newton's method on the profile
+φ(x) = min_μ ψ(x; μ), which is concave on the orthant's cone (harness.core.saddle_point: μ(x)
+in closed form per variable, each step an SPD system solved by conjugate gradients using only
+products with the factor, O(N²) each; affine invariant, so nearly singular covariances
+converge too). The estimator then has bounded, often vanishing, relative error as the
+probability gets small. The set-up (reordering and factor O(N³), saddle point ~ O(N²) per
+Newton step) is done once per problem in `prepare` and cached. If the saddle point does not
+converge, μ is still a valid proposal (any shift is): the estimate runs and its diagnostics
+say so (saddle_converged = 0, and saddle_decrement, the Newton decrement where it stopped);
+far from converged it is `unreliable` (harness.model.reliability).
 
 Everything after the step — randomised QMC points (Sobol', lattice or random) in independent
 randomisations with the standard error of log Ẑ from their spread, the shared-sample ratio

@@ -14,7 +14,9 @@ N = 2000 (log Z ~ -1000 is fine). log Ẑ = log-mean-exp of the log weights.
 
 Points: scrambled Sobol' (default), a randomly shifted Richtmyer lattice, or pseudo-random
 uniforms (harness.core.qmc), in K independent randomisations; the spread of the K per-randomisation
-estimates of Z gives the standard error of log Ẑ (delta method).
+estimates of Z gives the standard error of log Ẑ (delta method), floored where the spread
+cannot see the error (docs/math.md §6): at 1 / points when the randomisations agree to rounding
+(qmc.batch_error), and at eps·cond(R), the accuracy of R itself (Problem.condition).
 
 Reordering: optionally the training variables are reordered by the univariate rule of
 Gibson–Glasbey–Elston / Trinh–Genz while factorising (harness.core.reorder, O(N^3) once per problem,
@@ -78,11 +80,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
+from harness.core.conditioning import EPS
 from harness.core.deadline import check_deadline
 from harness.core.partdata import decode_log, decode_logs, encode_log, encode_logs, plain
 from harness.core.qmc import (
     DEGENERATE_SHARE,
     KINDS,
+    RESOLUTION_RTOL,
     SOBOL_MAX_DIM,
     PointSet,
     batch_error,
@@ -166,6 +170,7 @@ class SovRun:
     chunks: int
     pareto_k: float | None = None   # PSIS tail index of all the weights (tail_index)
     lineages: int | None = None     # SovSums.lineages
+    resolution_floor: bool = False  # the randomisations agree to rounding: se = 1 / S
 
 
 @dataclass(frozen=True)
@@ -241,7 +246,8 @@ def tail_index(sums: SovSums) -> float | None:
 def sov_run(sums: SovSums) -> SovRun:
     """The SOV estimate from its sufficient statistics (docs/math.md §6): Ẑ pooled over the
     randomisations (qmc.batch_error), J* = Σ W Φ(c*/s) / Σ W with the same samples, their
-    standard errors from the spread of the randomisations (linearised ratio)."""
+    standard errors from the spread of the randomisations (linearised ratio), at least 1 / S
+    where the randomisations' J*_k agree to rounding (the floor of qmc.batch_error)."""
     sizes, lse, num = sums.sizes, sums.log_w, sums.log_wf
     K, n_test = num.shape
     log_z_k = lse - np.log(sizes)
@@ -254,6 +260,8 @@ def sov_run(sums: SovSums) -> SovRun:
             share = np.exp(lse - total)[:, None]
             J_k = np.exp(num - lse[:, None])
             test_se = np.sqrt(K / (K - 1) * np.sum(share**2 * (J_k - test) ** 2, axis=0))
+            agree = np.ptp(J_k, axis=0) <= RESOLUTION_RTOL * np.minimum(test, 1.0 - test)
+            test_se[agree] = np.maximum(test_se[agree], 1.0 / float(np.sum(sizes)))
         else:
             test_se = np.full(n_test, np.nan)
     return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=err.log_mean, log_z_se=err.se,
@@ -261,7 +269,8 @@ def sov_run(sums: SovSums) -> SovRun:
                   test=test,
                   test_se=test_se, ess=float(np.exp(2 * total - sums.log_w2)),
                   max_weight_share=float(np.exp(sums.max_log_w - total)), chunks=sums.chunks,
-                  pareto_k=tail_index(sums), lineages=sums.lineages)
+                  pareto_k=tail_index(sums), lineages=sums.lineages,
+                  resolution_floor=err.resolution_floor)
 
 
 class SetupFailed(Exception):
@@ -489,11 +498,23 @@ class Sov(SplitsEstimates, Method):
             return Estimate.failed(
                 f"the SOV weights are all zero or not finite (log Ẑ = {run.log_z})",
                 **diagnostics)
+        if run.log_z > 1e-9:   # Ẑ > 1: unbiased, but no probability (tilting's weights can)
+            return Estimate.failed(
+                f"log Ẑ = {run.log_z:.3g} > 0 is not a log-probability: the weights are "
+                "degenerate", **diagnostics)
         se = None
         if len(run.sizes) > 1:
-            se = run.log_z_se
-            diagnostics["se_method"] = ("spread of independent randomisations (delta method, "
-                                        "or log spread / sqrt(effective randomisations))")
+            cond = problem.condition
+            rounding = EPS * cond if cond is not None and np.isfinite(cond) else 0.0
+            se = max(run.log_z_se, rounding)
+            diagnostics["se_method"] = (
+                f"rounding: eps x cond(R) = {rounding:.2g}, the relative accuracy of R's "
+                "smallest eigenvalues in double precision" if se > run.log_z_se else
+                "no spread: the randomisations agree to rounding, so the SE is 1 / points, the "
+                "probability of an event no point saw" if run.resolution_floor else
+                "spread of independent randomisations (delta method, or log spread / "
+                "sqrt(effective randomisations))")
+            diagnostics["log_z_spread_se"] = run.log_z_se
             diagnostics["log_z_randomisation_sd"] = float(np.std(run.log_z_k, ddof=1))
             diagnostics["log_z_delta_se"] = run.log_z_delta_se
             diagnostics["randomisations_effective"] = run.k_eff

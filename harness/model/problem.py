@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from harness.core.conditioning import warn_if_ill_conditioned
+from harness.core.conditioning import condition_estimate, warn_if_ill_conditioned
 from harness.core.covariance import Covariance, DenseCovariance, KernelCovariance
 from harness.core.errors import InputError
 from harness.core.kernels import Kernel
@@ -285,6 +285,14 @@ class Problem:
             R[np.diag_indices_from(R)] += 1.0
             return R
         return self.cov.dense()
+
+    @cached_property
+    def condition(self) -> float | None:
+        """cond(R), estimated or bounded from above (harness.core.conditioning.condition_estimate:
+        LAPACK's estimate for a dense R, cheap bounds for the representations); None without
+        a cheap one."""
+        found = condition_estimate(self.cov, self.__dict__.get("chol"))
+        return None if found is None else found[0]
 
     @cached_property
     def chol(self) -> np.ndarray:

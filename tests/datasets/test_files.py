@@ -246,6 +246,35 @@ def test_bad_kernel_parameters(tmp_path):
     assert load_error(f"{path}:kernel=matern").field == "kernel"
 
 
+@pytest.mark.parametrize("where", ["npz", "spec", "csv"])
+@pytest.mark.parametrize("key,value,why", [("beta", 1e300, "2^53"), ("alpha", 1e17, "2^53"),
+                                           ("beta", float("inf"), "finite")])
+def test_kernel_parameters_are_checked_like_every_other_number(tmp_path, where, key, value,
+                                                                why):
+    """Issue 24 item 7: beta = 1e300 in an .npz was accepted (a family refuses it: |value| at
+    most 2^53, harness.model.settings.check_number), then Laplace failed on a NaN. Refused
+    when the file is read, naming the file and the parameter, from the file or the spec."""
+    X, y, Xs = gpc_data()
+    if where == "csv":
+        path = write_csv(tmp_path / "d.csv", ["a", "b", "y"],
+                         [[*row, label] for row, label in zip(X, y, strict=True)])
+        spec = f"{path}:kernel=rbf,{key}={value}"
+    else:
+        path = tmp_path / "k.npz"
+        stored = {key: value} if where == "npz" else {}
+        np.savez(path, X_train=X, y_train=y, X_test=Xs, kernel="rbf", **stored)
+        spec = str(path) if where == "npz" else f"{path}:{key}={value}"
+    err = load_error(spec)
+    assert err.field == f"{path}: {key}" and why in str(err)
+
+
+def test_reference_log_z_is_checked_like_every_other_number(tmp_path):
+    path = tmp_path / "ref.npz"
+    np.savez(path, cov=np.eye(3), true_log_marginal_likelihood=-1e300)
+    err = load_error(str(path))
+    assert "true_log_marginal_likelihood" in err.field and "2^53" in str(err)
+
+
 def test_unknown_option(tmp_path):
     path = tmp_path / "o.npz"
     np.savez(path, cov=np.eye(2))

@@ -116,6 +116,18 @@ def test_batch_error_equals_the_delta_method_for_well_behaved_batches():
     assert 9.5 < err.k_eff <= 10
 
 
+def test_batches_that_agree_to_rounding_give_the_resolution_not_zero():
+    """Identical batch means (every weight equal: a rare event none of the points saw) say
+    nothing about the error: se = 1 / points, flagged; a real spread, however small, stays."""
+    same = np.full(10, np.log(0.5)) + np.r_[0.0, 1e-16, 0.0, -1e-16, 0, 0, 0, 0, 0, 0]
+    err = batch_error(same, [100] * 10)
+    assert err.resolution_floor and err.se == pytest.approx(1e-3) and err.log_sd < 1e-15
+    spread = np.log(0.5) + np.linspace(-1e-9, 1e-9, 10)
+    err = batch_error(spread, [100] * 10)
+    assert not err.resolution_floor and err.se < 1e-8
+    assert not batch_error(same[:1], [1000]).resolution_floor   # one batch: no spread to read
+
+
 def test_batch_error_is_not_capped_at_one_nat_when_one_batch_dominates():
     """The delta method's se is <= 1 by construction; the reported se follows the log spread."""
     logs = np.array([0.0, -8.0, -3.0, -12.0, -6.0, -9.0, -4.0, -7.0, -10.0, -5.0])

@@ -58,11 +58,14 @@ def test_degenerate_paths_from_few_first_variable_ancestors_with_test_points():
 
 
 def test_unconverged_saddle_point_only_when_far():
-    d = {"saddle_converged": 0, "saddle_residual": 1392.9, "saddle_iterations": 100}
+    d = {"saddle_converged": 0, "saddle_decrement": 3.57, "saddle_residual": 1.55e5,
+         "saddle_iterations": 2}
     assert rel.unconverged_saddle_point(d) == [
-        "saddle point not converged: max |∇ψ| = 1.39e+03 after 100 Newton steps"]
-    assert rel.unconverged_saddle_point({**d, "saddle_residual": 0.98}) == []   # harmless
+        "saddle point not converged: Newton decrement 3.57 > 1 after 2 Newton steps "
+        "(max |∇ψ| = 1.55e+05)"]
+    assert rel.unconverged_saddle_point({**d, "saddle_decrement": 0.97}) == []   # harmless
     assert rel.unconverged_saddle_point({**d, "saddle_converged": 1}) == []
+    assert rel.unconverged_saddle_point({"saddle_converged": 0, "saddle_residual": 1e9}) == []
     assert rel.unconverged_saddle_point({}) == []
 
 

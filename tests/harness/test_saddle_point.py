@@ -12,10 +12,14 @@ from scipy.spatial.distance import cdist
 from harness.core.saddle_point import (
     SaddleSystem,
     TriangularFactor,
+    _cg,
+    mean_path,
     mills_and_slope,
     saddle_point_system,
     solve_saddle_point,
     solve_saddle_point_hybr,
+    truncated_mean,
+    truncated_mean_inverse,
 )
 from harness.core.truncnorm import inverse_mills
 from harness.datasets.gauss2class import gauss2class
@@ -36,16 +40,26 @@ def _rbf_orthant(n, seed, length=0.1, beta=1.0):
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
-def _mills_and_slope_left(t: float) -> tuple[float, float]:
-    """(P, 1 + P') at s = -t from φ(t)/Φ(-t) = t + 1/(t + 2/(t + 3/(t + ...))), in Decimal."""
+def _left(t: float, f):
+    """f(P, T) in 250-digit Decimal at s = -t, T = t, P = φ(t)/Φ(-t) from Laplace's continued
+    fraction t + 1/(t + 2/(t + 3/(t + ...)))."""
     with decimal.localcontext() as ctx:
         ctx.prec = 250
         T = decimal.Decimal(t)
         v = T
         for k in range(400, 0, -1):
             v = T + k / v
-        P = 1 / (1 / v)   # v = 1 / (Mills ratio) = P
-        return float(P), float(1 - P * (P - T))
+        return f(v, T)
+
+
+def _mills_and_slope_left(t: float) -> tuple[float, float]:
+    """(P, 1 + P') at s = -t."""
+    return _left(t, lambda P, T: (float(P), float(1 - P * (P - T))))
+
+
+def _truncated_mean_left(t: float) -> float:
+    """G(-t) = P(-t) - t, subtracted in 250 digits (no cancellation)."""
+    return _left(t, lambda P, T: float(P - T))
 
 
 def _hard(n, seed):
@@ -155,7 +169,8 @@ def test_one_variable_and_an_iteration_cap():
 
 
 class _ProductsOnly:
-    """A factor that offers only the protocol's products (as a tile-low-rank factor would)."""
+    """A factor that offers only the protocol's products and row blocks (as a tile-low-rank
+    factor would)."""
 
     def __init__(self, L):
         self._L, self.n, self.diag = L, len(L), np.diag(L).copy()
@@ -169,6 +184,9 @@ class _ProductsOnly:
         self.calls += 1
         return self._L.T @ u
 
+    def rows(self, i, j):
+        return self._L[i:j, :j]
+
 
 def test_any_factor_with_the_products_will_do():
     L = _hard(80, 4).chol
@@ -176,3 +194,62 @@ def test_any_factor_with_the_products_will_do():
     sp = solve_saddle_point(factor)
     assert sp.converged and factor.calls > 0
     np.testing.assert_allclose(sp.mu, solve_saddle_point(L).mu, atol=1e-10)
+
+
+# ---- nearly singular covariances (issue 24 item 7) -----------------------------------------
+def _near_singular(d: str, n: int = 10):
+    return make_problem(f"onefactor:n={n},dmin={d},dmax={d},random_signs=true")
+
+
+def test_truncated_mean_and_its_inverse_to_rounding():
+    """G(r) = r + P(r) against 250-digit Laplace continued fractions on the left (where r + P
+    cancels), and G⁻¹ back to a few eps from 1e-14 to 1e3."""
+    t = np.array([3.5, 10.0, 49.0, 60.0, 1e3, 1e8])
+    ref = np.array([_truncated_mean_left(v) for v in t])
+    np.testing.assert_allclose(truncated_mean(-t), ref, rtol=2e-15)
+    np.testing.assert_allclose(truncated_mean(np.array([0.0, 2.0])),
+                               [np.sqrt(2 / np.pi), 2.0 + inverse_mills(np.array([2.0]))[0]],
+                               rtol=1e-15)
+    a = np.logspace(-14, 3, 300)
+    np.testing.assert_allclose(truncated_mean(truncated_mean_inverse(a)), a, rtol=1e-14)
+
+
+def test_profile_gradient_is_the_joint_gradient_at_the_inner_minimum():
+    """At μ(x) = argmin_μ ψ(x; μ) the μ-equations hold and ∇φ is g_x (envelope theorem)."""
+    L = _hard(12, 3).chol
+    system = SaddleSystem(TriangularFactor(L))
+    x = 0.5 * mean_path(system.factor)          # inside the cone: (L x)_j > 0, j < N
+    prof = system.profile(x)
+    g, mu = system.profile_gradient(x, prof)
+    gx, gm, _ = system.gradient(x, mu)
+    np.testing.assert_allclose(gm, 0.0, atol=1e-12)
+    np.testing.assert_allclose(g, gx, atol=1e-12)
+    h = 1e-6
+    numeric = [(system.profile(x + h * e).value - system.profile(x - h * e).value) / (2 * h)
+               for e in np.eye(12)[:11]]
+    np.testing.assert_allclose(g[:11], numeric, atol=1e-6)
+    assert system.profile(-x) is None            # outside the cone φ = -∞
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")   # 1 - 1e-13: condition 5e13, warned
+@pytest.mark.parametrize("d", ["0.999999999", "0.99999999995", "0.9999999999999"])
+def test_newton_converges_on_nearly_singular_one_factor_covariances(d):
+    """|d_i| = 1 - 1e-9 ... 1 - 1e-13, mixed signs: the previous solver (Newton on the joint
+    equations, backtracking on |∇ψ|²) stopped after 100 steps at max |∇ψ| 129-307; the
+    profile's Newton converges, its point inside the cone."""
+    L = ordered_problem(_near_singular(d), "univariate").chol
+    sp = solve_saddle_point(L)
+    assert sp.converged and sp.decrement <= 1e-20 and sp.iterations <= 15
+    assert np.all((L @ sp.x)[:-1] > 0)
+    assert sp.mu[0] < -1e4                       # x_1 ~ 1e-6: the first variable's slab
+
+
+def test_conjugate_gradients_stop_on_the_error_not_the_residual():
+    """One unknown 1e15 times stiffer than the others and a right-hand side dominated by it
+    (the nearly singular case at a point on the way): after one step |r| <= 0.1 |b|, yet
+    bᵀx was 7e-11 of the 10.9 it should be; the energy-error estimate keeps going."""
+    A = np.diag(np.concatenate([[9.2e14], np.arange(1.0, 9.0) * 10.0]))
+    b = np.concatenate([[257.0], np.full(8, 1.0)])
+    x, its = _cg(lambda v: A @ v, b, 0.1)
+    exact = b @ np.linalg.solve(A, b)
+    assert b @ x == pytest.approx(exact, rel=0.02) and its > 1

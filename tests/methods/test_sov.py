@@ -27,13 +27,35 @@ def _est(problem, budget, seed, **settings):
 
 @pytest.mark.parametrize("points", POINTS)
 def test_identity_covariance_is_exact(points):
-    """beta -> 0: R = I, every weight is 2^-N and every ratio estimate is exactly 1/2."""
+    """beta -> 0: R = I, every weight is 2^-N and every ratio estimate is exactly 1/2. The
+    randomisations agree exactly, which the estimator cannot tell from an event none of its
+    points saw (issue 24): the SEs are the resolution 1 / points, not 0."""
     problem = linear1d(n_train=60, n_test=5, scale=1e-30)
     est = _est(problem, 300, 0, points=points)
     assert est.log_marginal_likelihood == pytest.approx(-60 * np.log(2), abs=1e-12)
     np.testing.assert_allclose(est.test_probabilities, 0.5, atol=1e-15)
     assert est.diagnostics["ess"] == pytest.approx(300)
-    assert est.log_marginal_likelihood_se == pytest.approx(0.0, abs=1e-12)
+    assert est.log_marginal_likelihood_se == pytest.approx(1 / 300)
+    np.testing.assert_allclose(est.test_probabilities_se, 1 / 300)
+    assert est.diagnostics["se_method"].startswith("no spread")
+
+
+def test_an_estimate_above_one_fails_with_its_reason(monkeypatch):
+    """Ẑ > 1 is unbiased-possible (tilting's weights are not bounded by 1 away from the saddle
+    point: log Ẑ = 1.3e8 was seen with the solver capped at 0 steps) but no probability: status
+    failed with the reason, not an AssertionError from the output contract."""
+    from harness.methods import sov as sov_module
+
+    class Inflated(sov_module.SovStep):
+        def __call__(self, j, t):
+            z, r = super().__call__(j, t)
+            if j == 0:
+                self.logw += 900.0
+            return z, r
+
+    monkeypatch.setattr(sov_module, "SovStep", Inflated)
+    est = _est(linear1d(n_train=30, n_test=2, seed=1), 200, 0)
+    assert est.status == "failed" and "> 0 is not a log-probability" in est.reason
 
 
 @pytest.mark.parametrize("points", POINTS)
