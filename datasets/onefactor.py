@@ -46,6 +46,18 @@ def onefactor(
     )
 
 
+def title(params) -> str:
+    """'one-factor, N = 100 (d ∈ [−0.99, 0.99])'; with |d| >= 0.9 throughout, 'hard' (strongly
+    correlated: the hard presets)."""
+    lo, hi = params["dmin"], params["dmax"]
+    hard = lo >= 0.9 or hi <= -0.9
+    d = "|d|" if params["random_signs"] else "d"
+    spread = (f"{d} ∈ [{lo:g}, {hi:g}]".replace("-", "−")
+              + (", random signs" if params["random_signs"] else ""))
+    seed = f", seed {params['seed']}" if params["seed"] else ""
+    return f"one-factor, N = {params['n']}" + (", hard" if hard else "") + f" ({spread}{seed})"
+
+
 FAMILY = ProblemFamily(
     name="onefactor",
     build=onefactor,
@@ -59,4 +71,5 @@ FAMILY = ProblemFamily(
         "onefactor-hard-n500": {"n": 500, "dmin": 0.95, "dmax": 0.999, "random_signs": True},
         "onefactor-hard-n2000": {"n": 2000, "dmin": 0.95, "dmax": 0.999, "random_signs": True},
     },
+    title=title,
 )

@@ -125,6 +125,7 @@ class ReportData:
     failures: pd.DataFrame                # failed, timed-out and crashed jobs grouped by reason
     store_path: str = ""
     palette: Any = None                   # style.Palette, set when the report is drawn
+    titles: dict[str, str] | None = None  # readable problem titles (harness.report.titles)
     tune_records: list[dict] = field(default_factory=list)   # kind "tune" (report.tuning)
     records: list[dict] = field(default_factory=list)   # the jobs' plain records, row by row
     unreliable: pd.DataFrame = field(default_factory=pd.DataFrame)   # unreliable jobs by cell

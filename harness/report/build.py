@@ -21,8 +21,10 @@ from harness.report import (
     reproduction,
     scaling_section,
     tables,
+    titles,
     tuning,
     tuning_section,
+    verdict_section,
 )
 from harness.report import figures as figs
 from harness.report.palette import palette_for
@@ -132,7 +134,8 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
             continue
         specs = [f for f in figure_specs if f.section == name]
         problems.append({
-            "name": name, "anchor": "p-" + html.anchor(name), "facts": _facts(data, name),
+            "name": name, "title": titles.of(data, name), "anchor": "p-" + html.anchor(name),
+            "facts": _facts(data, name),
             "figure_specs": specs,
             "figures": [html.figure_context(f, svgs[f.key]) for f in specs],
             "tables": [t for t in (tables.problem_table(data, palette, name),
@@ -172,6 +175,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
         "tuning": [], "n_tune_jobs": len(data.tune_records),   # tuning_section.context fills these
         "tune_failures": tuning.failures_table(data),
         "calibration": None,                                   # calibration_section.context
+        "verdict": None,                                       # verdict_section.section
     }
 
 
@@ -219,6 +223,8 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
             context["scale"] = scaling_section.context(scale_sections, svgs)
             context["tuning"] = tuning_section.context(tune_sections, svgs)
             context["calibration"] = calibration_section.context(calibration_sec, svgs)
+            context["verdict"] = verdict_section.section(
+                data, data.palette, calibration_sec.calibration if calibration_sec else None)
             written: dict[str, Path] = {}
             written["html"] = out / HTML_NAME
             written["html"].write_text(html.render(context), encoding="utf-8")

@@ -24,9 +24,32 @@ from matplotlib.lines import Line2D  # noqa: E402  isort: skip
 from matplotlib.ticker import LogFormatter, LogLocator  # noqa: E402  isort: skip
 
 
+LABELS_PER_AXIS = 6      # at most about this many tick labels along a log axis
+SUBLABELS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 5, 6, 8), (1, 2, 5), (1, 3), (1,))
+
+
+def sublabels(decades: float) -> set[int]:
+    """The mantissas labelled on a log axis spanning `decades`: the densest set of SUBLABELS
+    whose closest neighbours (in log10) are at least decades / LABELS_PER_AXIS apart, so that
+    labels never run into each other ('0.0030.004')."""
+    for subs in SUBLABELS:
+        gaps = np.diff(np.log10([*subs, 10]))
+        if gaps.min() >= decades / LABELS_PER_AXIS:
+            return set(subs)
+    return {1}
+
+
 class PlainLogFormatter(LogFormatter):
     """Log-axis labels as plain numbers (0.02, 500, 1e-5): readable, and drawn without
-    mathtext, which is most of the drawing time of a figure."""
+    mathtext, which is most of the drawing time of a figure. Which ticks are labelled depends
+    only on the decades in view (`sublabels`)."""
+
+    def set_locs(self, locs=None):
+        lo, hi = sorted(self.axis.get_view_interval())
+        if not (lo > 0 and math.isfinite(lo) and math.isfinite(hi)):
+            self._sublabels = {1}
+            return
+        self._sublabels = sublabels(math.log10(hi / lo))
 
     def _num_to_string(self, x, vmin, vmax):
         if 1 <= x < 1e5 and abs(x - round(x)) < 1e-9 * x:

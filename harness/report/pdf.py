@@ -9,11 +9,16 @@ problem, failed jobs, ...) starts a new page only when the current one is at lea
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.report import style  # noqa: F401  (Agg backend)
+from harness.report import (
+    pdf_tables,
+    style,  # noqa: F401  (Agg backend)
+)
 from harness.report.figures import FigureSpec
+from harness.report.pdf_tables import BAD, CHAR_W, INK, LINE_H
 from harness.report.style import style_context
 from harness.report.tables import Table
 
@@ -22,17 +27,15 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402  isort: skip
 
 PAGE = (11.69, 8.27)   # A4 landscape, inches
 MARGIN = 0.55          # inches
-MAX_CELL = 46          # characters per line inside a table cell before it wraps
-CHAR_W = 0.56          # average character width, in units of the font size
-LINE_H = 1.42          # line height, in units of the font size
-INK, MUTED, BAD, FLOOR = "#1d2329", "#5b6670", "#b3261e", "#6b7280"
+MUTED = "#5b6670"
 
 
 class Flow:
     """Blocks of text and tables laid out top to bottom, page after page."""
 
-    def __init__(self, pdf: PdfPages):
+    def __init__(self, pdf: PdfPages, titles: dict[str, str] | None = None):
         self.pdf = pdf
+        self.titles = titles or {}     # problem name -> readable title (figure headings)
         self.fig = None
         self.y = 0.0           # inches from the top of the page
 
@@ -65,12 +68,22 @@ class Flow:
         self._page()
 
     # ---- blocks ----
-    def text(self, text: str, size: float = 9.5, color: str = INK, weight: str = "normal",
-             width: int | None = None, mono: bool = False, gap: float = 0.08) -> None:
+    @staticmethod
+    def _lines(text: str, size: float, width: int | None) -> list[str]:
         chars = width or int((PAGE[0] - 2 * MARGIN) * 72 / (size * CHAR_W))
         lines: list[str] = []
         for para in text.split("\n"):
             lines.extend(textwrap.wrap(para, chars, replace_whitespace=False) or [""])
+        return lines
+
+    def text_height(self, text: str, size: float = 9.5, gap: float = 0.08,
+                    width: int | None = None) -> float:
+        """The height `text` takes (inches), on one page."""
+        return len(self._lines(text, size, width)) * size * LINE_H / 72 + gap
+
+    def text(self, text: str, size: float = 9.5, color: str = INK, weight: str = "normal",
+             width: int | None = None, mono: bool = False, gap: float = 0.08) -> None:
+        lines = self._lines(text, size, width)
         line_h = size * LINE_H / 72
         while lines:
             self._ensure(line_h * min(len(lines), 3))
@@ -88,86 +101,82 @@ class Flow:
         self.y += 0.06
         self.text(text, size=size, weight="bold", gap=0.1)
 
-    def table(self, table: Table) -> None:
+    def table(self, table: Table, max_size: float = 8.0, pad: float = 0.55,
+              caption_size: float = 7.5) -> None:
+        """The table across pages (its header repeated), fitted to the page's width
+        (harness.report.pdf_tables.fit: several parts of columns if need be)."""
         if not table.rows:
             return
-        header = [_wrap(c, 20) for c in table.columns]
-        body = [[_wrap(c.text, MAX_CELL) for c in row] for row in table.rows]
-        ncol = len(header)
-        def longest(text: str, bold: bool) -> float:
-            return max(len(s) for s in text.split("\n")) * (1.12 if bold else 1.0)
-
-        chars = [max([longest(header[j], True)]
-                     + [longest(r[j], bool(src[j].colour) or "bad" in src[j].cls)
-                        for r, src in zip(body, table.rows, strict=True)]) + 2
-                 for j in range(ncol)]
-        avail = PAGE[0] - 2 * MARGIN
-        size = max(4.5, min(8.0, avail * 72 / (sum(chars) * CHAR_W)))
-        widths = [c * size * CHAR_W / 72 for c in chars]          # inches
-        line_h = size * LINE_H / 72
-
-        def height(cells):
-            return (max(c.count("\n") + 1 for c in cells) + 0.55) * line_h
-
-        hh = height(header)
-        start = 0
-        while start < len(body):
-            self._ensure(hh + height(body[start]) + 0.05)
-            room, stop, used = self._room(), start, hh
-            while stop < len(body) and used + height(body[stop]) <= room:
-                used += height(body[stop])
-                stop += 1
-            stop = max(stop, start + 1)
-            self._draw_table(table, header, body, start, stop, widths, size, hh, height)
-            start = stop
-            if start < len(body):
-                self.new_page()
-                self.text(f"{table.title} (continued)", size=9, color=MUTED, weight="bold")
+        for part, lay in pdf_tables.fit(table, PAGE[0] - 2 * MARGIN, max_size, pad):
+            if part is not table:
+                self.text(part.title, size=9, color=MUTED, weight="bold")
+            self._rows(part, lay)
         if table.caption:
-            self.text(table.caption, size=7.5, color=MUTED, gap=0.18)
+            self.text(table.caption, size=caption_size, color=MUTED, gap=0.18)
         else:
             self.y += 0.12
 
-    def _draw_table(self, table, header, body, start, stop, widths, size, hh, height):
-        rows = body[start:stop]
-        heights = [hh] + [height(r) for r in rows]
-        total_h, total_w = sum(heights), sum(widths)
-        fig = self._page()
-        ax = fig.add_axes((MARGIN / PAGE[0], 1 - (self.y + total_h) / PAGE[1],
-                           total_w / PAGE[0], total_h / PAGE[1]))
-        ax.axis("off")
-        tab = ax.table(cellText=rows, colLabels=header, cellLoc="left", colLoc="left",
-                       colWidths=[w / total_w for w in widths], bbox=(0, 0, 1, 1))
-        tab.auto_set_font_size(False)
-        tab.set_fontsize(size)
-        for (r, c), cell in tab.get_celld().items():
-            cell.set_height(heights[r] / total_h)
-            cell.set_edgecolor("#d0d4d8")
-            cell.set_linewidth(0.4)
-            cell.PAD = 0.04
-            if r == 0:
-                cell.set_facecolor("#eef1f4")
-                cell.set_text_props(weight="bold", color=INK)
-                continue
-            src = table.rows[start + r - 1][c]
-            props = {"color": INK}
-            if "bad" in src.cls:
-                props = {"color": BAD, "weight": "bold"}
-            elif "floor" in src.cls:
-                props = {"color": FLOOR, "style": "italic"}
-            if src.colour:
-                props = {"color": src.colour, "weight": "bold"}
-            if "num" in src.cls:
-                cell.get_text().set_horizontalalignment("right")
-                cell._loc = "right"
-            cell.set_text_props(**props)
-        self.y += total_h + 0.04
+    def table_height(self, table: Table, max_size: float = 8.0, pad: float = 0.55,
+                     caption_size: float = 7.5) -> float:
+        """The height `table` takes (inches) if it fits on one page."""
+        height = (self.text_height(table.caption, caption_size, 0.18) if table.caption
+                  else 0.12)
+        for part, lay in pdf_tables.fit(table, PAGE[0] - 2 * MARGIN, max_size, pad):
+            height += 0.04 + sum(lay.height(r) for r in [lay.header, *lay.body])
+            height += self.text_height(part.title, 9) if part is not table else 0
+        return height
+
+    def _rows(self, table: Table, lay: pdf_tables.Layout) -> None:
+        start, hh = 0, lay.height(lay.header)
+        while start < len(lay.body):
+            self._ensure(hh + lay.height(lay.body[start]) + 0.05)
+            room, stop, used = self._room(), start, hh
+            while stop < len(lay.body) and used + lay.height(lay.body[stop]) <= room:
+                used += lay.height(lay.body[stop])
+                stop += 1
+            stop = max(stop, start + 1)
+            self.y += pdf_tables.draw(self._page(), table, lay, start, stop, MARGIN, self.y,
+                                      PAGE) + 0.04
+            start = stop
+            if start < len(lay.body):
+                self.new_page()
+                self.text(f"{table.title} (continued)", size=9, color=MUTED, weight="bold")
+
+    def table_beside(self, table: Table, notes: list[tuple[str, float, str]],
+                     max_size: float = 8.0, pad: float = 0.55, draw: bool = True) -> float:
+        """A table that fits one page's width whole, with `notes` ((text, size, weight), in
+        muted ink after the first) in the column to its right; returns the height taken."""
+        lay = pdf_tables.layout(table, PAGE[0] - 2 * MARGIN, max_size, pad)
+        if lay is None:                          # too wide to share the page: one after the other
+            if draw:
+                self.table(table, max_size, pad)
+                for text, size, weight in notes:
+                    self.text(text, size=size, weight=weight)
+            return (self.table_height(table, max_size, pad)
+                    + sum(self.text_height(t, z) for t, z, _ in notes))
+        height = 0.04 + sum(lay.height(r) for r in [lay.header, *lay.body])
+        x = MARGIN + sum(lay.widths) + 0.3
+        chars = {z: max(int((PAGE[0] - MARGIN - x) * 72 / (z * CHAR_W)), 30) for _, z, _ in notes}
+        side = sum(self.text_height(t, z, 0.08, chars[z]) for t, z, _ in notes)
+        if draw:
+            self._ensure(max(height, side))
+            top, y = self.y, self.y
+            pdf_tables.draw(self._page(), table, lay, 0, len(lay.body), MARGIN, top, PAGE)
+            for i, (text, size, weight) in enumerate(notes):
+                self.fig.text(x / PAGE[0], 1 - y / PAGE[1],
+                              "\n".join(self._lines(text, size, chars[size])), va="top",
+                              ha="left", fontsize=size, weight=weight,
+                              color=MUTED if i else INK, linespacing=1.3)
+                y += self.text_height(text, size, 0.08, chars[size])
+            self.y = top + max(height, side) + 0.1
+        return max(height, side) + 0.1
 
     def figure(self, spec: FigureSpec) -> None:
         """A figure on a page of its own, titled and captioned."""
         self.new_page()
         fig = spec.figure
-        head = f"{spec.section}: {spec.title}" if spec.section else spec.title
+        section = self.titles.get(spec.section, spec.section)
+        head = f"{section}: {spec.title}" if section else spec.title
         w, h = fig.get_size_inches()
         lines = textwrap.wrap(spec.caption, int(w * 72 / (7.5 * CHAR_W)) - 4)
         extra = len(lines) * 7.5 * LINE_H / 72 + 0.25     # a strip below the plot, inches
@@ -187,13 +196,11 @@ class Flow:
         self.new_page()
 
 
-def _wrap(text: str, width: int) -> str:
-    return "\n".join(textwrap.wrap(text, width)) if len(text) > width else text
-
-
 def _section(flow: Flow, s: dict, size: float) -> None:
     """One section (a problem's, or a problem's tuning): facts, tables, then figures."""
-    flow.heading(s["name"], size=size)
+    flow.heading(s.get("title", s["name"]), size=size)
+    if s.get("title", s["name"]) != s["name"]:
+        flow.text(s["name"], size=8, color=MUTED, gap=0.1)
     for k, v in s["facts"]:
         flow.text(f"{k}: {v}", size=9, gap=0.02)
     flow.y += 0.1
@@ -247,43 +254,88 @@ def _calibration(flow: Flow, cal: dict | None) -> None:
         text()
 
 
+FRONT_SIZES = (7.5, 7.0, 6.5, 6.0, 5.5, 5.0, pdf_tables.MIN_SIZE)   # page one's table fonts
+FRONT_PAD = 0.35
+
+
+def _status(context: dict) -> str:
+    return (f"{len(context['problems'])} problems, {context['n_methods']} methods, "
+            f"{context['n_jobs']} jobs: {context['n_ok']} ok"
+            + (f", {context['n_unreliable']} unreliable" if context.get("n_unreliable") else "")
+            + (f", {context['n_bad']} failed ({context['bad_breakdown']})"
+               if context["n_bad"] else "") + "."
+            + (f" {context['n_tune_jobs']} tuning jobs." if context["n_tune_jobs"] else "")
+            + " Details in the appendix.")
+
+
+def _front(flow: Flow, context: dict) -> None:
+    """Page one: title, the jobs' status, the verdict table, the leaderboard and the
+    calibration's headline, their fonts the largest of FRONT_SIZES that fits one page."""
+    flow.text(context["title"], size=18, weight="bold", gap=0.05)
+    flow.text(f"Generated {context['generated']} from {context['store_path']} · "
+              f"gpc-harness {context['version']}", size=8.5, color=MUTED, gap=0.12)
+    flow.text(_status(context), size=10, weight="bold",
+              color=BAD if context["n_bad"] or context.get("n_unreliable") else INK, gap=0.1)
+    v = context.get("verdict")
+    if v is None:
+        flow.text("No method has an error against a truth or a consensus yet: no verdict.",
+                  color=MUTED)
+        return
+    head = "Verdict: the cheapest method to each accuracy target"
+    notes = [(v.believe, 8.5, "bold")] if v.believe else []
+    notes.append((v.board.caption, 6.5, "normal"))
+    board = replace(v.board, caption="")
+
+    def height(z: float) -> float:
+        return (flow.text_height(head, 13.5, 0.16) + flow.table_height(v.table, z, FRONT_PAD, 6.5)
+                + (flow.text_height(board.title, 11, 0.16)
+                   + flow.table_beside(board, notes, z, FRONT_PAD, draw=False) if board.rows
+                   else sum(flow.text_height(t, z) for t, z, _ in notes)))
+
+    size = next((z for z in FRONT_SIZES if height(z) <= flow._room()), FRONT_SIZES[-1])
+    flow.heading(head, size=13.5)
+    flow.table(v.table, size, FRONT_PAD, 6.5)
+    if board.rows:                     # empty when no method reached any target
+        flow.heading(board.title, size=11)
+        flow.table_beside(board, notes, size, FRONT_PAD)
+    elif v.believe:
+        flow.text(v.believe, size=8.5, weight="bold")
+
+
+def _summary(flow: Flow, context: dict) -> None:
+    """The appendix's first part: notes, methods and the best method at equal CPU time."""
+    for note in context["notes"]:
+        flow.text(note, size=9)
+    flow.text("Errors are means over successful replicates with standard errors in "
+              "brackets. An error below twice the standard error of the value it is "
+              "compared with (a reference truth, or the consensus) is shown as 'at "
+              "reference precision' / 'at consensus precision'.", size=8.5, color=MUTED,
+              gap=0.15)
+    if context.get("reproduction"):
+        flow.heading("Reproduction of the paper", size=15)
+        for t in context["reproduction"]:
+            flow.heading(t.title, size=11)
+            flow.table(t)
+        flow.section_break()
+    if context["methods_table"].rows:
+        flow.heading("Methods")
+        flow.table(context["methods_table"])
+    if context["best_table"].rows:
+        flow.heading(context["best_table"].title)
+        flow.table(context["best_table"])
+
+
 def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path:
-    """Title and summary, the best-method table, per problem its facts, tables and figures,
-    then the cross-problem figures and tables, failed jobs, environment and sweep file."""
+    """Page one (`_front`: the verdict), then the appendix: the summary and the best-method
+    table, per problem its facts, tables and figures, the cross-problem figures and tables,
+    calibration, failed jobs, environment and sweep file."""
+    titles = {p["name"]: p["title"] for p in context["problems"]}
     with style_context(), PdfPages(path) as pdf:
-        flow = Flow(pdf)
-        flow.text(context["title"], size=20, weight="bold", gap=0.05)
-        flow.text(f"Generated {context['generated']} from {context['store_path']} · "
-                  f"gpc-harness {context['version']}", size=9, color=MUTED, gap=0.2)
-        flow.text(f"{len(context['problems'])} problems, {context['n_methods']} methods, "
-                  f"{context['n_jobs']} jobs: {context['n_ok']} succeeded, "
-                  f"{context['n_bad']} did not"
-                  + (f" ({context['bad_breakdown']}; listed under 'Failed jobs')"
-                     if context["n_bad"] else "")
-                  + (f", {context['n_unreliable']} unreliable (listed under 'Unreliable "
-                     "estimates')" if context.get("n_unreliable") else "") + "."
-                  + (f" {context['n_tune_jobs']} tuning jobs." if context["n_tune_jobs"] else ""),
-                  size=10.5, weight="bold",
-                  color=BAD if context["n_bad"] or context.get("n_unreliable") else INK)
-        for note in context["notes"]:
-            flow.text(note, size=9)
-        flow.text("Errors are means over successful replicates with standard errors in "
-                  "brackets. An error below twice the standard error of the value it is "
-                  "compared with (a reference truth, or the consensus) is shown as 'at "
-                  "reference precision' / 'at consensus precision'.", size=8.5, color=MUTED,
-                  gap=0.15)
-        if context.get("reproduction"):
-            flow.heading("Reproduction of the paper", size=15)
-            for t in context["reproduction"]:
-                flow.heading(t.title, size=11)
-                flow.table(t)
-            flow.section_break()
-        if context["methods_table"].rows:
-            flow.heading("Methods")
-            flow.table(context["methods_table"])
-        if context["best_table"].rows:
-            flow.heading(context["best_table"].title)
-            flow.table(context["best_table"])
+        flow = Flow(pdf, titles)
+        _front(flow, context)
+        flow.new_page()
+        flow.heading("Appendix: details", size=16)
+        _summary(flow, context)
         for p in context["problems"]:
             flow.section_break()
             _section(flow, p, 15)

@@ -1,7 +1,9 @@
 """The report's "Cost against N" section (issue 14): how a method's cost and error grow with N.
 
-Shown for every problem family whose successful jobs cover several sizes N = n_train (e.g.
-sweeps/scale.toml). Per family and method, pooling the problems of one size:
+Shown for every series of problems: the problems of one family that differ only in their size
+(SIZE_KEYS) and seed, with successful jobs at MIN_SIZES or more sizes N = n_train (e.g.
+sweeps/scale.toml). Two problems of a family that differ otherwise (linear1d-p1 and -p2) are
+never fitted together. Per series and method, pooling the problems of one size:
 
   (a) set-up CPU seconds (the runner's `setup_cpu_seconds`: factorisation, compression,
       reordering, saddle point; paid once per problem) against N;
@@ -9,12 +11,12 @@ sweeps/scale.toml). Per family and method, pooling the problems of one size:
   (c) |log Ẑ − log Z| against N at the fixed budget: against the exact truth when every
       problem of the family has one, else against the consensus (docs/math.md §10).
 
-The fixed budget is the largest budget that every method ran at two or more sizes; when the
-methods share none, each method uses its own largest such budget (the section says so).
+The fixed budget is the largest budget that every method ran at MIN_SIZES or more sizes; when
+the methods share none, each method uses its own largest such budget (the section says so).
 Each quantity's growth is summarised by the least-squares exponent p of log y = p log N + c
-over the per-N means, with its standard error from the residuals when there are three or more
-sizes. Stores written before set-up was recorded have no `setup_cpu_seconds`: (a) is then
-empty and its exponents are NaN, the rest is unchanged.
+over the per-N means (a method run at fewer than MIN_SIZES sizes is not fitted), with its
+standard error from the residuals. Stores written before set-up was recorded have no
+`setup_cpu_seconds`: (a) is then empty and its exponents are NaN, the rest is unchanged.
 """
 
 from __future__ import annotations
@@ -74,9 +76,9 @@ def fit_exponent(n, y) -> Fit:
 
 @dataclass
 class Scaling:
-    """Everything the section draws for one family."""
+    """Everything the section draws for one series (`series`)."""
 
-    family: str
+    family: str                      # the series' name
     budgets: dict[str, int]          # method -> the fixed budget of (b) and (c)
     shared_budget: int | None        # the budget every method shares, else None
     error_column: str                # "abs_log_error" (truth) or "med_abs_log_error"
@@ -93,25 +95,56 @@ class Scaling:
         return bool(np.isfinite(self.points["setup"].to_numpy(float)).any())
 
 
-def _ok_jobs(data: ReportData, family: str) -> pd.DataFrame:
+SIZE_KEYS = ("n", "n_train", "n_test")     # the parameters that set a problem's size
+MIN_SIZES = 3                              # a line through two points says nothing of its fit
+
+
+def _ok_jobs(data: ReportData, problems) -> pd.DataFrame:
     jobs = data.jobs
-    jobs = jobs[(jobs["family"] == family) & (jobs["status"] == OK)]
+    jobs = jobs[jobs["problem"].isin(list(problems)) & (jobs["status"] == OK)]
     return jobs.dropna(subset=["n_train"])
 
 
-def families(data: ReportData) -> list[str]:
-    """Families with successful jobs at two or more sizes N."""
+def _series_key(name: str, summary: dict) -> tuple:
+    """(family, the parameters other than size and seed); a problem without stored parameters
+    is a series of its own."""
+    params = summary.get("params")
+    if not isinstance(params, dict):
+        return (summary.get("family"), ("problem", name))
+    return (summary.get("family"), tuple(sorted((k, repr(v)) for k, v in params.items()
+                                                if k not in (*SIZE_KEYS, "seed"))))
+
+
+def series(data: ReportData) -> dict[str, list[str]]:
+    """{name: problems} of every series with successful jobs at MIN_SIZES or more sizes. The
+    name is the family's, followed by the parameters that tell its series apart when the
+    family has several."""
     if not len(data.jobs):
-        return []
+        return {}
     ok = data.jobs[data.jobs["status"] == OK].dropna(subset=["n_train"])
-    return sorted(f for f, g in ok.groupby("family") if g["n_train"].nunique() >= 2)
+    size = ok.groupby("problem")["n_train"].first()
+    groups: dict[tuple, list[str]] = {}
+    for problem in sorted(size.index, key=lambda p: (size[p], p)):
+        summary = data.problems.get(problem) or {"family": ok[ok["problem"] == problem]
+                                                 ["family"].iloc[0]}
+        groups.setdefault(_series_key(problem, summary), []).append(problem)
+    fitted = {k: v for k, v in groups.items()
+              if ok[ok["problem"].isin(v)]["n_train"].nunique() >= MIN_SIZES}
+    out = {}
+    for (family, fixed), problems in sorted(fitted.items(), key=lambda kv: str(kv[0])):
+        others = [f for fam, f in fitted if fam == family and f != fixed]
+        differ = [f"{k}={v.strip(chr(39))}" for k, v in fixed
+                  if any((k, v) not in o for o in others)]
+        out[f"{family}" + (f" ({', '.join(differ)})" if differ else "")] = problems
+    return out
 
 
 def _fixed_budgets(jobs: pd.DataFrame) -> tuple[dict[str, int], int | None]:
     """Per method the budget of (b)/(c): the largest shared by all, else each one's own."""
     spans = {}
     for method, grp in jobs.groupby("method", sort=True):
-        spans[method] = {int(b) for b, g in grp.groupby("budget") if g["n_train"].nunique() >= 2}
+        spans[method] = {int(b) for b, g in grp.groupby("budget")
+                          if g["n_train"].nunique() >= MIN_SIZES}
     spans = {m: b for m, b in spans.items() if b}
     if not spans:
         return {}, None
@@ -160,11 +193,12 @@ def _points(jobs: pd.DataFrame, budgets: dict[str, int], error_column: str) -> p
                                        "error_se"])
 
 
-def scaling(data: ReportData, family: str) -> Scaling | None:
-    """The section's numbers for one family (None without two sizes)."""
-    jobs = _ok_jobs(data, family)
-    if jobs["n_train"].nunique() < 2:
+def scaling(data: ReportData, name: str) -> Scaling | None:
+    """The section's numbers for one series of `series` (None if it is not one)."""
+    problems = series(data).get(name)
+    if problems is None:
         return None
+    jobs = _ok_jobs(data, problems)
     budgets, shared = _fixed_budgets(jobs)
     if not budgets:
         return None
@@ -172,9 +206,11 @@ def scaling(data: ReportData, family: str) -> Scaling | None:
     points = _points(jobs, budgets, column)
     fits = {}
     for method, grp in points.groupby("method", sort=True):
+        if grp["n_train"].nunique() < MIN_SIZES:
+            continue      # this method was not run at enough sizes to fit
         fits[method] = {q: fit_exponent(grp["n_train"], grp[col])
                         for q, (col, _, _) in QUANTITIES.items()}
-    return Scaling(family, budgets, shared, column, against, points, fits)
+    return Scaling(name, budgets, shared, column, against, points, fits)
 
 
 # ---- tables -----------------------------------------------------------------------------
@@ -229,8 +265,8 @@ def _se(mean, se) -> Cell:
 
 def facts(s: Scaling) -> list[tuple[str, str]]:
     sizes = sorted(set(s.points["n_train"]))
-    budget = (f"{fmt_budget(s.shared_budget)} (the largest budget every method ran at two or "
-              "more sizes)" if s.shared_budget is not None else
+    budget = (f"{fmt_budget(s.shared_budget)} (the largest budget every method ran at "
+              f"{MIN_SIZES} or more sizes)" if s.shared_budget is not None else
               "the methods share no budget: each at its own largest ("
               + ", ".join(f"{m} {fmt_budget(b)}" for m, b in sorted(s.budgets.items())) + ")")
     return [("sizes", ", ".join(str(n) for n in sizes)),

@@ -1,4 +1,4 @@
-"""The report's "Cost against N" sections: the scaling fits of a family with several sizes,
+"""The report's "Cost against N" sections: the scaling fits of a series run at several sizes,
 with their figures and tables (harness.report.scaling computes them)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from harness.report.scaling import (
     Scaling,
     exponent_table,
     facts,
-    families,
     points_table,
     scaling,
+    series,
 )
 from harness.report.scaling_figures import scale_figures
 from harness.report.tables import Table
@@ -27,10 +27,11 @@ class ScaleSection:
 
 
 def sections(data: ReportData, palette) -> list[ScaleSection]:
-    """One section per family with several sizes (empty otherwise)."""
+    """One section per series with enough sizes (harness.report.scaling.series; empty
+    otherwise)."""
     out = []
-    for family in families(data):
-        s = scaling(data, family)
+    for name in series(data):
+        s = scaling(data, name)
         if s is None or not s.fits:
             continue
         out.append(ScaleSection(s, scale_figures(s, palette),

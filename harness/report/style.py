@@ -9,34 +9,32 @@ import matplotlib
 
 matplotlib.use("Agg", force=True)  # headless, no display, same output everywhere
 
-import matplotlib.colors as mcolors  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-# seaborn's colour-blind palette without its grey (the precision band is grey), its pale
-# yellow and pink (hard to see on white) and its light blue (close to its blue); then the
-# light blue and tab20 for long method lists
-_CB = [mcolors.to_hex(c) for c in sns.color_palette("colorblind", 10)]
-_BASE = [c for c in _CB if c not in ("#949494", "#ece133", "#fbafe4", "#56b4e9")]
-_EXTRA = ["#56b4e9"] + [c for c in (mcolors.to_hex(c) for c in matplotlib.colormaps["tab20"].colors)
-                        if c not in _BASE and c not in ("#7f7f7f", "#c7c7c7")]
+from harness.report import colours  # noqa: E402
+
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 
-# Fixed, well separated colours for the built-in methods (tab10 and darker tab20b/c shades
-# for the approximations, which are also drawn dashed); other labels get hashed ones.
+# Fixed colours for the registered methods, from the colour-blind-safe palettes of Okabe & Ito
+# and of Paul Tol: any two differ by ΔE >= 13 for normal, deuteranopic and protanopic vision
+# alike (harness.report.colours.distance), and each is visible on white (contrast >= 2). The
+# approximations are also drawn dashed, and every method has its own marker. Any other label (a
+# plugin, a setting variant) gets colours.distinct: the colour farthest from these and from
+# the others already given.
 KNOWN = {
-    "rejection-bootstrap": "#d62728",
-    "rejection-bootstrap[count=hard]": "#ff7f0e",
-    "sov": "#1f77b4",
-    "sov-tlr": "#17becf",
+    "rejection-bootstrap": "#cc3311",
+    "rejection-bootstrap[count=hard]": "#ddaa33",
+    "sov": "#0077bb",
+    "sov-tlr": "#33bbee",
     "scipy-genz": "#8c564b",
-    "sir": "#2ca02c",
-    "minimax-tilting": "#9467bd",
-    "ess": "#e377c2",
-    "hmc": "#bcbd22",
+    "sir": "#009e73",
+    "minimax-tilting": "#332288",
+    "ess": "#cc79a7",
+    "hmc": "#999933",
     "emcee": "#000000",
-    "ep": "#393b79",
-    "laplace": "#637939",
-    "vb-meanfield": "#843c39",
+    "ep": "#882255",
+    "laplace": "#228833",
+    "vb-meanfield": "#a578ff",
 }
 
 RC = {
@@ -59,7 +57,7 @@ def _slot(label: str, n: int) -> int:
 
 def _assign(labels: list[str], tiers: list[list[str]]) -> dict[str, str]:
     """Each label takes its hashed slot in the first tier, or the next free one after it;
-    when a tier is used up, the next tier; when all are, colours repeat."""
+    when a tier is used up, the next tier; when all are, values repeat."""
     out: dict[str, str] = {}
     taken: set[str] = set()
     for label in labels:
@@ -79,18 +77,18 @@ def _assign(labels: list[str], tiers: list[list[str]]) -> dict[str, str]:
 class Palette:
     """Colour, marker and line style per method label, fixed for the whole report.
 
-    The built-in methods have fixed colours (KNOWN); any other label has a preferred colour
-    keyed by a hash of the label, so a method keeps its colour from one report to the next;
-    labels are placed in sorted order and a label whose colour is taken moves to the next free
-    one, so no two methods share a colour. Every figure
-    and the HTML swatches use this one mapping; approximate methods are drawn dashed.
+    Registered methods have their fixed colours (KNOWN); the other labels, in sorted order,
+    take colours.distinct colours, so no two methods share a colour and a plugin never takes a
+    registered method's. Every figure and swatch uses this one mapping; approximate methods
+    are drawn dashed.
     """
 
     def __init__(self, labels, approximate=()):
         self.labels = sorted(set(labels))
-        known = {m: KNOWN[m] for m in self.labels if m in KNOWN}
-        free = [[c for c in tier if c not in known.values()] for tier in (_BASE, _EXTRA)]
-        self._colour = {**_assign([m for m in self.labels if m not in known], free), **known}
+        others = [m for m in self.labels if m not in KNOWN]
+        self._colour = {**{m: KNOWN[m] for m in self.labels if m in KNOWN},
+                        **dict(zip(others, colours.distinct(KNOWN.values(), len(others)),
+                                   strict=True))}
         self._marker = _assign([m + "/marker" for m in self.labels], [MARKERS])
         self._marker = {m: self._marker[m + "/marker"] for m in self.labels}
         self.approximate = set(approximate)

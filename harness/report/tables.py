@@ -23,6 +23,7 @@ from harness.analysis.aggregate import (
     status_counts,
 )
 from harness.core import metrics
+from harness.report import titles
 from harness.report.style import fmt, fmt_budget
 
 
@@ -47,6 +48,7 @@ class Table:
     caption: str = ""
     section: str = ""    # a problem name, or "" for the report-wide tables
     notes: list[str] = field(default_factory=list)
+    wrap: bool = False   # secondary texts on lines of their own (HTML and PDF)
 
     def __bool__(self) -> bool:
         return bool(self.rows)
@@ -105,17 +107,24 @@ def methods_table(data: ReportData, palette) -> Table:
 
 def best_table(data: ReportData, palette, problems=None) -> Table:
     """Best method at equal CPU time, per problem and error measure, with the runner-up's
-    error and the ratio runner-up / best (how much the choice matters, tie or not)."""
+    error and the ratio runner-up / best (how much the choice matters, tie or not). Successive
+    CPU-time levels with the same answer share one row ('≤ 0.20 – 1.8')."""
     rows = []
     for problem in problems or data.problems:
         for col in problem_metrics(data, problem):
             if col is None:
                 continue
             bt = best_at_equal_time(data, problem, col)
-            first = True
+            bt = bt[bt["best"].map(lambda b: isinstance(b, str))] if len(bt) else bt
+            same = ["best", "budget", "runner_up", "runner_up_budget"]
+            first, last = True, None
             for _, r in bt.iterrows():
-                if not isinstance(r["best"], str):
+                key = tuple(str(r[k]) for k in same)
+                if key == last:
+                    level = rows[-1][2]
+                    level.text = f"{level.text.split(' – ')[0]} – {fmt(r['cpu_seconds'], 2)}"
                     continue
+                last = key
                 second = isinstance(r["runner_up"], str)
                 if not second:
                     verdict = _c("only method within this time")
@@ -123,7 +132,8 @@ def best_table(data: ReportData, palette, problems=None) -> Table:
                     verdict = _c("ahead by > 2 SE")
                 else:
                     verdict = _c("tie (within 2 SE)", "floor")
-                rows.append([_c(problem if first else ""), _c(METRICS[col].name if first else ""),
+                head = Cell(titles.of(data, problem), "problem") if first else _c("")
+                rows.append([head, _c(METRICS[col].name if first else ""),
                              _c(f"≤ {fmt(r['cpu_seconds'], 2)}", "num"),
                              method_cell(data, palette, r["best"]),
                              _c(fmt_budget(r["budget"]), "num"),
@@ -142,7 +152,8 @@ def best_table(data: ReportData, palette, problems=None) -> Table:
                  caption="Exact methods only. For each CPU-time level: the lowest mean error any "
                          "budget of each method reaches within that time (mean CPU seconds over "
                          "replicates); the best method, the runner-up, the ratio of their mean "
-                         "errors, and whether the lead exceeds 2 combined standard errors.")
+                         "errors, and whether the lead exceeds 2 combined standard errors. A "
+                         "range of levels ('≤ 0.2 – 1.8') gives the same answer throughout.")
 
 
 def _ratio(worse: float, best: float) -> str:

@@ -96,11 +96,12 @@ def test_written_files(report):
 
 
 def test_pdf_has_no_near_empty_pages(report):
-    """Short tables share pages: every page but the last is filled at least to half its
-    height (figures have pages of their own, sized to the figure)."""
+    """Short tables share pages: every page but the first (the verdict, a page of its own) and
+    the last is filled at least to half its height (figures have pages of their own, sized to
+    the figure)."""
     pages = report["pages"]
     assert len(pages) >= 3
-    for i, (_, _, fill) in enumerate(pages[:-1], 1):
+    for i, (_, _, fill) in enumerate(pages[1:-1], 2):
         assert fill >= 0.5, f"page {i} of {len(pages)} is filled to {fill:.0%}: {pages}"
     assert sum((round(w, 2), round(h, 2)) == PAGE for w, h, _ in pages) >= 2   # A4 text pages
     n_pages = len(re.findall(rb"/Type\s*/Page\b", (report["out"] / "report.pdf").read_bytes()))
@@ -122,12 +123,21 @@ def _run_chromium(exe, tmp, *args):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
+def opened(html_path, tmp_path):
+    """A copy of the report with every <details> open (the figures are collapsed under the
+    verdict page), as a file:// URL."""
+    copy = tmp_path / "opened.html"
+    copy.write_text(html_path.read_text(encoding="utf-8").replace("<details", "<details open"),
+                    encoding="utf-8")
+    return copy.as_uri()
+
+
 def test_html_renders_in_headless_chromium(report, tmp_path):
     exe = _chromium()
-    url = (report["out"] / "report.html").as_uri()
+    url = opened(report["out"] / "report.html", tmp_path)
     shot = tmp_path / "page.png"
     res = _run_chromium(exe, tmp_path / "profile", f"--screenshot={shot}",
-                        "--window-size=1200,2000", url)
+                        "--window-size=1200,3000", url)
     assert shot.is_file() and shot.stat().st_size > 20_000, res.stderr[-2000:]
     console = [ln for ln in res.stderr.splitlines()
                if "CONSOLE" in ln or "Uncaught" in ln or "Failed to load resource" in ln
@@ -137,7 +147,7 @@ def test_html_renders_in_headless_chromium(report, tmp_path):
     from PIL import Image
 
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
-    assert img.shape[:2] == (2000, 1200)
+    assert img.shape[:2] == (3000, 1200)
     assert img.std() > 10                                       # not a blank page
     # the figures drew: many pixels in each method's palette colour (not just the swatches)
     palette = Palette(report["methods"])

@@ -12,13 +12,10 @@ import re
 
 import numpy as np
 import pytest
+from store_helpers import real_store
 from test_report_metrics import make_store, record, summary
 
-from harness.core.seeding import rng_for
-from harness.execution.runner import run_one
-from harness.execution.store import ResultStore
 from harness.plugins.registry import get_method
-from harness.plugins.specs import make_problem
 from harness.report import scaling, scaling_section
 from harness.report.build import build_report
 from harness.report.style import Palette
@@ -72,7 +69,7 @@ def _scaled_store(tmp_path, *, setup=True, truth=True, budgets=None, noise=0.0):
 
 def test_section_numbers_on_planted_growth(tmp_path):
     data = _scaled_store(tmp_path)
-    assert scaling.families(data) == ["fam"]
+    assert scaling.series(data) == {"fam": [f"fam:n={n}" for n in SIZES]}
     s = scaling.scaling(data, "fam")
     assert s.shared_budget == 1000 and s.budgets == {"A": 1000, "B": 1000}
     assert s.error_column == "abs_log_error" and s.error_against == "the exact truth"
@@ -122,30 +119,59 @@ def test_store_without_setup_times_and_without_truth(tmp_path):
 def test_one_size_has_no_section(tmp_path):
     recs = [record(f"j{i}", "p", "A", 100, i, log_z=-10.0) for i in range(2)]
     data = make_store(tmp_path / "one.sqlite", recs, [summary("p", probs=None)])
-    assert scaling.families(data) == [] and scaling.scaling(data, "hand") is None
+    assert scaling.series(data) == {} and scaling.scaling(data, "hand") is None
+
+
+def _sized(name, n, params, method="A"):
+    """Two ok jobs of `method` on a problem of size n with `params` (cost ~ n)."""
+    recs = [record(f"{name}-{method}-{r}", name, method, 100, r, log_z=-0.7 * n + 0.01,
+                   cpu=1e-3 * n, n_train=n) for r in range(2)]
+    s = summary(name, family="fam", n_train=n, lz=-0.7 * n, probs=None)
+    return recs, {**s, "params": {"n": n, "seed": 0, **params}}
+
+
+def _series_store(tmp_path, problems):
+    recs, sums = [], []
+    for name, n, params in problems:
+        r, s = _sized(name, n, params)
+        recs += r
+        sums.append(s)
+    return make_store(tmp_path / "series.sqlite", recs, sums)
+
+
+def test_no_fit_from_two_sizes_or_from_two_different_problems(tmp_path):
+    """Issue 23: 'hmc: ~N^-12.34' came from two different problems at two sizes."""
+    two = _series_store(tmp_path, [("p1", 100, {"sd": 0.5}), ("p2", 200, {"sd": 2.0})])
+    assert scaling_section.sections(two, Palette(two.methods)) == []
+    assert scaling.series(two) == {}
+    same = _series_store(tmp_path, [("a", 100, {"sd": 1.0}), ("b", 200, {"sd": 1.0})])
+    assert scaling.series(same) == {}                  # one series, but only two sizes
+    mixed = _series_store(tmp_path, [("a", 100, {"sd": 1.0}), ("b", 200, {"sd": 1.0}),
+                                     ("c", 400, {"sd": 2.0})])
+    assert scaling.series(mixed) == {}                 # three sizes, but of two series
+
+
+def test_three_sizes_of_one_series_are_fitted_apart_from_another_series(tmp_path):
+    problems = [(f"a{n}", n, {"sd": 1.0}) for n in (100, 200, 400)]
+    problems += [(f"b{n}-{seed}", n, {"sd": 2.0, "seed": seed})
+                 for n in (100, 200, 400, 800) for seed in (1, 2)]   # seeds pooled per size
+    data = _series_store(tmp_path, problems)
+    found = scaling.series(data)
+    assert found == {"fam (sd=1.0)": ["a100", "a200", "a400"],
+                     "fam (sd=2.0)": [p for p, _, _ in problems if p.startswith("b")]}
+    s = scaling.scaling(data, "fam (sd=2.0)")
+    assert s.fits["A"]["sample"].points == 4
+    assert s.fits["A"]["sample"].exponent == pytest.approx(1.0, abs=1e-9)
 
 
 # ---- a small real store: HTML and PDF --------------------------------------------------------
 @pytest.fixture(scope="module")
 def real_report(tmp_path_factory):
     root = tmp_path_factory.mktemp("scale-report")
-    store_path = root / "scale.sqlite"
     methods = [get_method("sov")(), get_method("rejection-bootstrap")()]
-    with ResultStore(store_path) as store:
-        store.set_metadata("sweep_name", "scale-small")
-        for n in (64, 128, 256):
-            spec = f"onefactor:n={n},seed=1"
-            problem = make_problem(spec)
-            store.add_problem(problem.summary())
-            for m in methods:
-                for b in (256, 1024):
-                    for rep in range(2):
-                        key = {"problem": problem.name, "method": m.label(), "budget": b, "r": rep}
-                        store.add_record(run_one(
-                            problem, m, b, rng_for(key), job_id=f"{spec}-{m.label()}-{b}-{rep}",
-                            replicate=rep, sweep="scale-small", problem_spec=spec,
-                            sweep_seed=0))
-    written = build_report(store_path, root / "out")
+    store = real_store(root / "scale.sqlite", [f"onefactor:n={n},seed=1" for n in (64, 128, 256)],
+                       methods, (256, 1024), 2, "scale-small", {"sweep_name": "scale-small"})
+    written = build_report(store, root / "out")
     return written, written["html"].read_text(encoding="utf-8")
 
 

@@ -178,12 +178,12 @@ def tune_report(tmp_path_factory):
 
 def test_tuning_section_renders_in_headless_chromium(tune_report, tmp_path):
     from PIL import Image
-    from test_report_render import _chromium, _run_chromium
+    from test_report_render import _chromium, _run_chromium, opened
 
     exe = _chromium()
     shot = tmp_path / "page.png"
     res = _run_chromium(exe, tmp_path / "profile", f"--screenshot={shot}",
-                        "--window-size=1200,2400", tune_report["html"].as_uri())
+                        "--window-size=1200,2400", opened(tune_report["html"], tmp_path))
     assert shot.is_file(), res.stderr[-2000:]
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     rgb = np.array([int(Palette(["sov"]).colour("sov")[i:i + 2], 16) for i in (1, 3, 5)])

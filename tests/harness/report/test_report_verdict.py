@@ -1,0 +1,253 @@
+"""The report's first page (issue 23, item 2): the verdict per problem and accuracy target, the
+leaderboard, the calibration's headline and readable problem titles; everything else collapsed
+in the HTML and in the PDF's appendix.
+
+Hand-made stores with known answers check the verdict's numbers; one small real store
+(built once for the module) checks the HTML in headless Chromium and the PDF's page one.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from store_helpers import real_store
+from test_report_metrics import TRUE_LZ, make_store, record, summary
+from test_report_render import _chromium, _run_chromium, opened
+
+from harness.analysis import verdict
+from harness.plugins.registry import get_method
+from harness.plugins.specs import make_problem
+from harness.report import titles, verdict_section
+from harness.report.build import build_report
+from harness.report.style import Palette
+
+
+def _jobs(method, problem, budget, error, cpu, setup=0.0, n=3, status="ok", truth=TRUE_LZ):
+    out = []
+    for i in range(n):
+        r = record(f"{problem}-{method}-{budget}-{status}-{i}", problem, method, budget, i,
+                   log_z=truth - error if status == "ok" else None, cpu=cpu, status=status)
+        r["setup_cpu_seconds"] = setup
+        out.append(r)
+    return out
+
+
+@pytest.fixture
+def hand(tmp_path):
+    """Problem P (exact truth): A reaches 0.1 nats at 0.12 s and 0.01 at 1.02 s; B at 0.15 s
+    (its set-up makes it dearer) and 0.6 s; C's cheap budget is mostly failed jobs and its
+    other never reaches 0.1. Q: a reference truth with SE 0.01 (0.01 nats not checkable).
+    R: nobody reaches 0.1. S: no truth, errors against the consensus of sov's runs."""
+    recs = (_jobs("A", "P", 100, 0.05, 0.1, setup=0.02) + _jobs("A", "P", 1000, 0.005, 1.0, 0.02)
+            + _jobs("B", "P", 100, 0.08, 0.05, setup=0.1) + _jobs("B", "P", 1000, 0.002, 0.5, 0.1)
+            + _jobs("C", "P", 100, 0.0, 0.01, n=1) + _jobs("C", "P", 100, 0, 0.01, n=2,
+                                                           status="failed")
+            + _jobs("C", "P", 1000, 0.5, 0.1)
+            + _jobs("A", "Q", 100, 0.001, 0.1) + _jobs("A", "R", 100, 0.4, 0.1)
+            + _jobs("B", "R", 100, 0.3, 0.2)
+            + _jobs("sov", "S", 1000, 0.0, 1.0) + _jobs("A", "S", 100, 0.05, 0.1))
+    problems = [summary("P", probs=None), summary("Q", probs=None, kind="reference", se=0.01),
+                summary("R", probs=None), summary("S", probs=None, kind=None)]
+    return make_store(tmp_path / "v.sqlite", recs, problems)
+
+
+def _entry(found, group, limit):
+    (e,) = [e for e in found if e.group == group and e.target.limit == limit]
+    return e
+
+
+def test_cheapest_method_to_each_target_with_runner_up_and_ratio(hand):
+    found = verdict.entries(hand)
+    assert {(e.group, e.target.quantity) for e in found} == {(p, "log_z") for p in "PQRS"}
+    coarse, fine = _entry(found, "P", 0.1), _entry(found, "P", 0.01)
+    assert [(r.method, r.budget) for r in coarse.reached] == [("A", 100), ("B", 100)]
+    assert coarse.reached[0].cost == pytest.approx(0.12)          # set-up included
+    assert coarse.ratio == pytest.approx(0.15 / 0.12)
+    assert [(r.method, r.budget) for r in fine.reached] == [("B", 1000), ("A", 1000)]
+    assert fine.ratio == pytest.approx(1.02 / 0.6)
+    assert "C" in coarse.entered and "C" not in {r.method for r in coarse.reached}
+    assert coarse.column == "abs_log_error"
+
+
+def test_unresolvable_unreached_and_consensus_targets(hand):
+    found = verdict.entries(hand)
+    q = _entry(found, "Q", 0.01)
+    assert q.unresolvable and q.floor == pytest.approx(0.02) and not q.reached
+    assert _entry(found, "Q", 0.1).reached[0].method == "A"
+    r = _entry(found, "R", 0.1)
+    assert not r.reached and (r.closest.method, r.closest.error) == ("B", pytest.approx(0.3))
+    s = _entry(found, "S", 0.1)
+    assert s.column == "med_abs_log_error" and s.reached[0].method == "A"
+
+
+def test_leaderboard_ranks_across_problems(hand):
+    board = verdict.leaderboard(verdict.entries(hand)).set_index("method")
+    # A: P (1, 2), Q (1), S (1, 2: sov reached 0.01 there); B: P (2, 1); C: P (3, 3);
+    # sov: S (2, 1); nobody reached R's targets or could check Q's 0.01
+    assert board.loc["A", "mean_rank"] == pytest.approx(7 / 5) and board.loc["A", "wins"] == 3
+    assert board.loc["B", "mean_rank"] == pytest.approx(1.5) and board.loc["B", "wins"] == 1
+    assert board.loc["C", "mean_rank"] == 3 and board.loc["C", "reached"] == 0
+    assert board.loc["A", "cost_ratio"] == pytest.approx((1.02 / 0.6) ** 0.25)
+    assert board.loc["sov", "mean_rank"] == pytest.approx(1.5)
+    assert list(board.index) == ["A", "B", "sov", "C"]
+    table = verdict_section.board_table(hand, Palette(hand.methods), verdict.entries(hand),
+                                        None)
+    assert [c.text for c in table.rows[0][:5]] == ["1", "A", "1.4", "3", "4 of 5"]
+
+
+def test_verdict_table_cells(hand):
+    table = verdict_section.verdict_table(hand, Palette(hand.methods), verdict.entries(hand))
+    row = {r[0].text: r for r in table.rows}
+    assert table.columns == ["problem", "|Δ log Z| ≤ 0.1", "|Δ log Z| ≤ 0.01", "MAE ≤ 1e-2",
+                             "MAE ≤ 1e-3"]
+    assert row["P"][1].text == "A · 0.12 s" and row["P"][1].sub == "budget 100 · next B ×1.2"
+    assert row["P"][2].text == "B · 0.60 s" and row["P"][3].text == "—"
+    assert row["Q"][2].text == "not checkable" and row["R"][1].text == "none reached"
+    assert row["R"][1].sub == "closest: B 0.30"
+
+
+def test_many_problems_are_grouped_by_family_and_size(tmp_path):
+    recs, problems = [], []
+    for n in (20, 40):
+        for seed in range(5):
+            name = f"fam:n={n},seed={seed}"
+            problems.append(summary(name, probs=None, n_train=n))
+            for method, err, cpu in (("A", 0.05, 1.0), ("B", 0.02, 2.0)):
+                recs += [{**r, "n_train": n} for r in _jobs(method, name, 100, err, cpu, n=2)]
+    data = make_store(tmp_path / "g.sqlite", recs, problems)
+    groups = verdict.groups(data)
+    assert list(groups) == ["hand, N = 20", "hand, N = 40"]
+    assert len(groups["hand, N = 20"]) == 5
+    e = _entry(verdict.entries(data), "hand, N = 40", 0.1)
+    assert [r.method for r in e.reached] == ["A", "B"] and e.ratio == pytest.approx(2.0)
+    assert _entry(verdict.entries(data), "hand, N = 40", 0.01).closest.method == "B"
+
+
+def test_readable_titles():
+    one = make_problem("onefactor:n=100,dmin=0.95,dmax=0.999,random_signs=true")
+    assert titles.title(one.name, one.summary()) == \
+        "one-factor, N = 100, hard (|d| ∈ [0.95, 0.999], random signs)"
+    plain = make_problem("onefactor:n=50,seed=3")
+    assert titles.title(plain.name, plain.summary()) == \
+        "one-factor, N = 50 (d ∈ [−0.99, 0.99], seed 3)"
+    p2 = make_problem("linear1d-p2")
+    assert titles.title(p2.name, p2.summary()) == \
+        "linear1d-p2: linear1d, N = 200, 100 test points, sd_neg 2, sd_pos 1"
+    assert titles.title("data.csv", {"family": "file"}) == "data.csv"
+    assert titles.title("old", {"family": "onefactor", "params": {"dmin": "x"}}) == "old"
+
+
+def test_titles_that_coincide_get_their_spec(tmp_path):
+    recs = [record(f"j{p}", p, "A", 100, log_z=TRUE_LZ) for p in ("x", "y")]
+    a, b = (summary(p, probs=None) for p in ("x", "y"))
+    for s in (a, b):
+        s.update(family="onefactor", params={"n": 20, "seed": 0, "dmin": -0.5, "dmax": 0.5,
+                                              "random_signs": False})
+    data = make_store(tmp_path / "t.sqlite", recs, [a, b])
+    got = titles.titles(data)
+    assert got["x"] != got["y"] and got["x"].endswith("[x]")
+
+
+# ---- one small real store: the HTML and the PDF --------------------------------------------
+SPECS = ("onefactor:n=30,dmin=0.95,dmax=0.999,random_signs=true", "linear1d:n_train=30,n_test=8")
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    root = tmp_path_factory.mktemp("verdict")
+    methods = [get_method("sov")(), get_method("rejection-bootstrap")(), get_method("laplace")()]
+    store = real_store(root / "v.sqlite", SPECS, methods, (256, 2048), 2, "verdict-small",
+                       {"sweep_name": "verdict-small"},
+                       skip=lambda p, m: m.label() == "laplace" and p.kernel is None)
+    written = build_report(store, root / "out")
+    return {"root": root, "written": written,
+            "html": written["html"].read_text(encoding="utf-8")}
+
+
+def test_html_opens_with_the_verdict_and_collapses_the_rest(real):
+    html = real["html"]
+    front, rest = html.split('<h2 id="details">', 1)
+    for needle in ("Verdict: the cheapest method to each accuracy target",
+                   "Leaderboard across problems", "Error bars to believe",
+                   "one-factor, N = 30, hard (|d| ∈ [0.95, 0.999], random signs)"):
+        assert needle in front, needle
+    assert "<details" not in front and "<figure" not in front
+    parts = re.findall(r'<details class="part" id="([^"]+)">', rest)
+    assert parts[0] == "summary" and "failures" in parts and "environment" in parts
+    assert rest.count("<figure") == 7      # 3 per problem and the calibration's, all below
+    assert "laplace (approx.)" in front     # an approximation is marked where it wins
+    assert re.search(r"<summary>one-factor, N = 30, hard \(.*\) <small>onefactor:dmax=0\.999",
+                     html)
+
+
+MEASURE = """<script>
+addEventListener("load", () => {
+  const wide = [...document.querySelectorAll("table")].filter(
+    t => t.getBoundingClientRect().right > document.documentElement.clientWidth + 1
+      || t.parentElement.scrollWidth > t.parentElement.clientWidth + 1);
+  document.body.setAttribute("data-overflow", wide.map(t => t.id || "environment").join(" "));
+});
+</script></body>"""
+
+
+def test_tables_fit_1400_pixels_in_headless_chromium(real, tmp_path):
+    """Issue 23: the best-method table's columns were cut off at 1,400 px (unbreakable specs,
+    headers that never wrap). Every table of the report, all parts open, fits without
+    scrolling."""
+    exe = _chromium()
+    opened(real["written"]["html"], tmp_path)
+    page = tmp_path / "measure.html"
+    page.write_text((tmp_path / "opened.html").read_text(encoding="utf-8")
+                    .replace("</body>", MEASURE), encoding="utf-8")
+    dom = _run_chromium(exe, tmp_path / "profile", "--window-size=1400,1000",
+                        "--virtual-time-budget=5000", "--dump-dom", page.as_uri()).stdout
+    assert 'data-overflow=""' in dom, re.search(r'data-overflow="[^"]*"', dom)
+
+
+def test_page_one_in_headless_chromium_shows_the_methods_colours(real, tmp_path):
+    from PIL import Image
+
+    exe = _chromium()
+    shot = tmp_path / "one.png"
+    _run_chromium(exe, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,900",
+                  real["written"]["html"].as_uri())
+    img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    palette = Palette(["laplace", "sov"])
+    for method in ("laplace", "sov"):      # swatches of the verdict and the leaderboard
+        rgb = np.array([int(palette.colour(method)[i:i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(img - rgb).sum(axis=2) < 30).sum() >= 2 * 100, method
+
+
+def _pdf_text(path, first, last):
+    if not shutil.which("pdftotext"):
+        pytest.skip("PDF text check needs pdftotext (apt-get install poppler-utils)")
+    return subprocess.run(["pdftotext", "-f", str(first), "-l", str(last), "-layout", str(path),
+                           "-"], capture_output=True, text=True, timeout=60).stdout
+
+
+def test_pdf_page_one_is_the_verdict_and_the_appendix_follows(real, tmp_path):
+    pdf = real["written"]["pdf"]
+    one, two = _pdf_text(pdf, 1, 1), _pdf_text(pdf, 2, 2)
+    for needle in ("Verdict: the cheapest method to each accuracy target",
+                   "Leaderboard across problems", "Error bars to believe",
+                   "one-factor, N = 30, hard"):
+        assert needle in re.sub(r"\s+", " ", one), needle
+    assert "(continued)" not in two and two.lstrip().startswith("Appendix: details")
+    if shutil.which("pdftoppm"):
+        res = subprocess.run(["pdftoppm", "-png", "-r", "50", "-f", "1", "-l", "1", str(pdf),
+                              str(tmp_path / "p")], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0 and list(tmp_path.glob("p*.png"))
+
+
+def test_nobody_reaching_a_target_leaves_an_empty_leaderboard(tmp_path):
+    data = make_store(tmp_path / "n.sqlite", _jobs("A", "R", 100, 0.4, 0.1),
+                      [summary("R", probs=None)])
+    sec = verdict_section.section(data, Palette(data.methods), None)
+    assert not sec.board.rows and sec.table.rows[0][1].text == "none reached"
+    empty = make_store(tmp_path / "e.sqlite", _jobs("A", "R", 100, 0.4, 0.1, status="failed"),
+                       [summary("R", probs=None)])
+    assert verdict_section.section(empty, Palette(empty.methods), None) is None
