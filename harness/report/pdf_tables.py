@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
+from matplotlib.font_manager import FontProperties, findfont, get_font
 from matplotlib.patches import Rectangle
 
 from harness.report.tables import Cell, Table
@@ -18,8 +20,9 @@ from harness.report.tables import Cell, Table
 MIN_SIZE = 4.5         # points: the smallest font a table is set in
 WRAPS = (46, 34, 24, 16)   # characters per line inside a cell, tried in turn
 HEADER_WRAP = 20
-CHAR_W = 0.56          # average character width, in units of the font size
+CHAR_W = 0.56          # average character width of running text, in units of the font size
 LINE_H = 1.42          # line height, in units of the font size
+PAD = 0.04             # matplotlib's cell padding, a share of the cell's width on each side
 SWATCH = "   "         # room left for a swatch before a method's name
 INK, BAD, FLOOR = "#1d2329", "#b3261e", "#6b7280"
 
@@ -49,14 +52,29 @@ class Layout:
         return (max(c.count("\n") + 1 for c in cells) + self.pad) * self.size * LINE_H / 72
 
 
-def _chars(table: Table, header: list[str], body: list[list[str]]) -> list[float]:
-    """Each column's width in characters (bold text counted wider), with a margin."""
-    def longest(text: str, bold: bool) -> float:
-        return max(len(s) for s in text.split("\n")) * (1.12 if bold else 1.0)
+@lru_cache(maxsize=4096)
+def _advance(char: str, bold: bool) -> float:
+    """The advance width of one character in the report's sans-serif font, in font sizes."""
+    font = get_font(findfont(FontProperties(weight="bold" if bold else "normal")))
+    font.set_size(100, 72)
+    try:
+        return font.load_char(ord(char)).linearHoriAdvance / 65536 / 100
+    except (RuntimeError, ValueError):   # a character the font lacks: a wide one
+        return 1.0
 
-    return [max([longest(header[j], True)]
-                + [longest(r[j], "bad" in src[j].cls) for r, src in zip(body, table.rows,
-                                                                          strict=True)]) + 2
+
+def text_width(text: str, bold: bool = False) -> float:
+    """The widest line of `text`, in font sizes (no kerning: a hair wide, never narrow)."""
+    return max(sum(_advance(c, bold) for c in line) for line in text.split("\n"))
+
+
+def _ems(table: Table, header: list[str], body: list[list[str]]) -> list[float]:
+    """Each column's width in font sizes: its widest text (bold where drawn bold) over the
+    share of the cell that matplotlib leaves it (1 − 2 × PAD), and a little air."""
+    return [max([text_width(header[j], True)]
+                + [text_width(r[j], "bad" in src[j].cls) for r, src in zip(body, table.rows,
+                                                                            strict=True)])
+            / (1 - 2 * PAD) + 0.4
             for j in range(len(header))]
 
 
@@ -67,10 +85,10 @@ def layout(table: Table, width: float, max_size: float = 8.0,
     for limit in WRAPS:
         header = [wrap(c, min(HEADER_WRAP, limit)) for c in table.columns]
         body = [[wrap(cell_text(table, c), limit) for c in row] for row in table.rows]
-        chars = _chars(table, header, body)
-        size = min(max_size, width * 72 / (sum(chars) * CHAR_W))
+        ems = _ems(table, header, body)
+        size = min(max_size, width * 72 / sum(ems))
         if size >= MIN_SIZE:
-            return Layout(size, [c * size * CHAR_W / 72 for c in chars], header, body, pad)
+            return Layout(size, [e * size / 72 for e in ems], header, body, pad)
     return None
 
 
@@ -105,8 +123,8 @@ def _forced(table: Table, width: float, pad: float) -> Layout:
     width (the text may then touch its cell's edges, but nothing leaves the page)."""
     header = [wrap(c, WRAPS[-1]) for c in table.columns]
     body = [[wrap(cell_text(table, c), WRAPS[-1]) for c in row] for row in table.rows]
-    chars = _chars(table, header, body)
-    return Layout(MIN_SIZE, [width * c / sum(chars) for c in chars], header, body, pad)
+    ems = _ems(table, header, body)
+    return Layout(MIN_SIZE, [width * e / sum(ems) for e in ems], header, body, pad)
 
 
 def draw(fig, table: Table, lay: Layout, start: int, stop: int, left: float, top: float,
@@ -128,7 +146,7 @@ def draw(fig, table: Table, lay: Layout, start: int, stop: int, left: float, top
         cell.set_height(heights[r] / total_h)
         cell.set_edgecolor("#d0d4d8")
         cell.set_linewidth(0.4)
-        cell.PAD = 0.04
+        cell.PAD = PAD
         if r == 0:
             cell.set_facecolor("#eef1f4")
             cell.set_text_props(weight="bold", color=INK)
@@ -145,7 +163,7 @@ def draw(fig, table: Table, lay: Layout, start: int, stop: int, left: float, top
         cell.set_text_props(**props)
         if src.colour:
             _swatch(ax, src.colour, lay, tops[r], heights[r] / total_h, total_w, total_h,
-                    sum(lay.widths[:c]) / total_w + 0.04 * lay.widths[c] / total_w,
+                    sum(lay.widths[:c]) / total_w + PAD * lay.widths[c] / total_w,
                     lay.body[start + r - 1][c].count("\n") + 1)
     return total_h
 

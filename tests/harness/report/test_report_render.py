@@ -1,5 +1,6 @@
 """End to end: a small real run -> `python -m harness report` -> HTML in headless Chromium, PDF
-through pdftoppm. Skipped (with the reason) only when chromium / pdftoppm are absent."""
+through pdftoppm, page one (the verdict) included. Skipped (with the reason) only when
+chromium / pdftoppm are absent."""
 
 from __future__ import annotations
 
@@ -10,17 +11,16 @@ import subprocess
 import numpy as np
 import pytest
 from matplotlib.backends.backend_pdf import PdfPages
+from store_helpers import real_store
 
 from harness.cli.main import main
-from harness.core.seeding import rng_for
-from harness.execution.runner import run_one
 from harness.execution.store import ResultStore
 from harness.plugins.registry import get_method
-from harness.plugins.specs import make_problem
 from harness.report.pdf import PAGE
 from harness.report.style import Palette
 
-SPEC = "linear1d:n_train=40,n_test=10"
+SPECS = ("linear1d:n_train=40,n_test=10",                         # with a kernel: laplace runs
+         "onefactor:n=30,dmin=0.95,dmax=0.999,random_signs=true")  # a long spec, a readable title
 BUDGETS = (200, 2000)
 REPLICATES = 3
 
@@ -37,22 +37,15 @@ def page_fill(fig) -> float:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
-    store_path = root / "small.sqlite"
-    problem = make_problem(SPEC)
     methods = [get_method("rejection-bootstrap")(count=c) for c in ("soft", "hard")]
+    store_path = real_store(
+        root / "small.sqlite", SPECS, [*methods, get_method("laplace")()], BUDGETS, REPLICATES,
+        metadata={"environment": {"python": "3.x", "blas": [{"num_threads": 1}]},
+                  "sweep_file": '[sweep]\nname = "small"\nsee = "<script>x</script>"\n',
+                  "sweep_name": "small"},
+        skip=lambda problem, method: method.label() == "laplace" and problem.kernel is None)
     with ResultStore(store_path) as store:
-        store.add_problem(problem.summary())
-        store.set_metadata("environment", {"python": "3.x", "blas": [{"num_threads": 1}]})
-        store.set_metadata("sweep_file", '[sweep]\nname = "small"\nsee = "<script>x</script>"\n')
-        store.set_metadata("sweep_name", "small")
-        last = None
-        for m in methods:
-            for b in BUDGETS:
-                for rep in range(REPLICATES):
-                    key = {"problem": problem.name, "method": m.label(), "budget": b, "r": rep}
-                    last = run_one(problem, m, b, rng_for(key), job_id=f"{m.label()}-{b}-{rep}",
-                                   replicate=rep, sweep="small", problem_spec=SPEC, sweep_seed=0)
-                    store.add_record(last)
+        last = store.records()[-1]
         failed = {**last, "job_id": "lost-1", "status": "timeout", "log_marginal_likelihood": None,
                   "test_probabilities": None, "reason": "CPU time limit 1 s exceeded"}
         for k in ("abs_log_error", "mape_percent", "mae"):
@@ -80,7 +73,7 @@ def test_html_is_self_contained(report):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html, re.I)
     assert "<link" not in html.lower() and "@import" not in html and "url(" not in html
     figures = re.findall(r'<img src="data:image/svg\+xml;base64,', html)
-    assert len(figures) == 4              # time-error, error-budget, cost, calibration of the SEs
+    assert len(figures) == 7   # per problem time-error, error-budget, cost; calibration of the SEs
     for needle in ("Failed jobs", "CPU time limit 1 s exceeded", "Environment",
                    "Which method gives the most accuracy per CPU second?",
                    "Error against CPU time", "Calibration of the standard errors"):
@@ -157,7 +150,7 @@ def test_html_renders_in_headless_chromium(report, tmp_path):
         assert near > 1500, (method, near)
 
     dom = _run_chromium(exe, tmp_path / "profile2", "--dump-dom", url).stdout
-    assert dom.count('src="data:image/svg+xml;base64,') == 4
+    assert dom.count('src="data:image/svg+xml;base64,') == 7
     assert "Failed jobs" in dom
 
 
@@ -175,3 +168,79 @@ def test_pdf_first_page_renders(report, tmp_path):
                               capture_output=True, text=True).stdout
         n_pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
         assert n_pages >= 5            # summary, problem, 3 figures, failures, environment
+
+
+# ---- page one: the verdict (issue 23) ----------------------------------------------------
+def test_html_opens_with_the_verdict_and_collapses_the_rest(report):
+    html = report["html"]
+    front, rest = html.split('<h2 id="details">', 1)
+    for needle in ("Verdict: the cheapest method to each accuracy target",
+                   "Leaderboard across problems", "Error bars to believe",
+                   "one-factor, N = 30, hard (|d| ∈ [0.95, 0.999], random signs)"):
+        assert needle in front, needle
+    assert "<details" not in front and "<figure" not in front
+    parts = re.findall(r'<details class="part" id="([^"]+)">', rest)
+    assert parts[0] == "summary" and "failures" in parts and "environment" in parts
+    assert rest.count("<figure") == 7      # 3 per problem and the calibration's, all below
+    assert "laplace (approx.)" in front     # an approximation is marked where it wins
+    assert re.search(r"<summary>one-factor, N = 30, hard \(.*\) <small>onefactor:dmax=0\.999",
+                     html)
+
+
+MEASURE = """<script>
+addEventListener("load", () => {
+  const wide = [...document.querySelectorAll("table")].filter(
+    t => t.getBoundingClientRect().right > document.documentElement.clientWidth + 1
+      || t.parentElement.scrollWidth > t.parentElement.clientWidth + 1);
+  document.body.setAttribute("data-overflow", wide.map(t => t.id || "environment").join(" "));
+});
+</script></body>"""
+
+
+def test_tables_fit_1400_pixels_in_headless_chromium(report, tmp_path):
+    """Issue 23: the best-method table's columns were cut off at 1,400 px (unbreakable specs,
+    headers that never wrap). Every table of the report, all parts open, fits without
+    scrolling."""
+    exe = _chromium()
+    opened(report["out"] / "report.html", tmp_path)
+    page = tmp_path / "measure.html"
+    page.write_text((tmp_path / "opened.html").read_text(encoding="utf-8")
+                    .replace("</body>", MEASURE), encoding="utf-8")
+    dom = _run_chromium(exe, tmp_path / "profile", "--window-size=1400,1000",
+                        "--virtual-time-budget=5000", "--dump-dom", page.as_uri()).stdout
+    assert 'data-overflow=""' in dom, re.search(r'data-overflow="[^"]*"', dom)
+
+
+def test_page_one_in_headless_chromium_shows_the_methods_colours(report, tmp_path):
+    from PIL import Image
+
+    exe = _chromium()
+    shot = tmp_path / "one.png"
+    _run_chromium(exe, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,900",
+                  (report["out"] / "report.html").as_uri())
+    img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    palette = Palette(report["methods"])
+    for method in report["methods"]:      # a swatch (11 x 11 px) in the leaderboard at least
+        rgb = np.array([int(palette.colour(method)[i:i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(img - rgb).sum(axis=2) < 30).sum() >= 100, method
+
+
+def _pdf_text(path, first, last):
+    if not shutil.which("pdftotext"):
+        pytest.skip("PDF text check needs pdftotext (apt-get install poppler-utils)")
+    return subprocess.run(["pdftotext", "-f", str(first), "-l", str(last), "-layout", str(path),
+                           "-"], capture_output=True, text=True, timeout=60).stdout
+
+
+def test_pdf_page_one_is_the_verdict_and_the_appendix_follows(report, tmp_path):
+    pdf = report["out"] / "report.pdf"
+    one, two = _pdf_text(pdf, 1, 1), _pdf_text(pdf, 2, 2)
+    for needle in ("Verdict: the cheapest method to each accuracy target",
+                   "Leaderboard across problems", "Error bars to believe",
+                   "one-factor, N = 30, hard"):
+        assert needle in re.sub(r"\s+", " ", one), needle
+    assert "(continued)" not in two and two.lstrip().startswith("Appendix: details")
+    if shutil.which("pdftoppm"):
+        res = subprocess.run(["pdftoppm", "-png", "-r", "50", "-f", "1", "-l", "1", str(pdf),
+                              str(tmp_path / "p")], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0 and list(tmp_path.glob("p*.png"))

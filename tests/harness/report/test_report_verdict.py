@@ -2,27 +2,18 @@
 leaderboard, the calibration's headline and readable problem titles; everything else collapsed
 in the HTML and in the PDF's appendix.
 
-Hand-made stores with known answers check the verdict's numbers; one small real store
-(built once for the module) checks the HTML in headless Chromium and the PDF's page one.
+Hand-made stores with known answers check the verdict's numbers; the page itself, in headless
+Chromium and in the PDF, is checked on test_report_render's small real store.
 """
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-
-import numpy as np
 import pytest
-from store_helpers import real_store
 from test_report_metrics import TRUE_LZ, make_store, record, summary
-from test_report_render import _chromium, _run_chromium, opened
 
 from harness.analysis import verdict
-from harness.plugins.registry import get_method
 from harness.plugins.specs import make_problem
 from harness.report import titles, verdict_section
-from harness.report.build import build_report
 from harness.report.style import Palette
 
 
@@ -150,97 +141,6 @@ def test_titles_that_coincide_get_their_spec(tmp_path):
     data = make_store(tmp_path / "t.sqlite", recs, [a, b])
     got = titles.titles(data)
     assert got["x"] != got["y"] and got["x"].endswith("[x]")
-
-
-# ---- one small real store: the HTML and the PDF --------------------------------------------
-SPECS = ("onefactor:n=30,dmin=0.95,dmax=0.999,random_signs=true", "linear1d:n_train=30,n_test=8")
-
-
-@pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    root = tmp_path_factory.mktemp("verdict")
-    methods = [get_method("sov")(), get_method("rejection-bootstrap")(), get_method("laplace")()]
-    store = real_store(root / "v.sqlite", SPECS, methods, (256, 2048), 2, "verdict-small",
-                       {"sweep_name": "verdict-small"},
-                       skip=lambda p, m: m.label() == "laplace" and p.kernel is None)
-    written = build_report(store, root / "out")
-    return {"root": root, "written": written,
-            "html": written["html"].read_text(encoding="utf-8")}
-
-
-def test_html_opens_with_the_verdict_and_collapses_the_rest(real):
-    html = real["html"]
-    front, rest = html.split('<h2 id="details">', 1)
-    for needle in ("Verdict: the cheapest method to each accuracy target",
-                   "Leaderboard across problems", "Error bars to believe",
-                   "one-factor, N = 30, hard (|d| ∈ [0.95, 0.999], random signs)"):
-        assert needle in front, needle
-    assert "<details" not in front and "<figure" not in front
-    parts = re.findall(r'<details class="part" id="([^"]+)">', rest)
-    assert parts[0] == "summary" and "failures" in parts and "environment" in parts
-    assert rest.count("<figure") == 7      # 3 per problem and the calibration's, all below
-    assert "laplace (approx.)" in front     # an approximation is marked where it wins
-    assert re.search(r"<summary>one-factor, N = 30, hard \(.*\) <small>onefactor:dmax=0\.999",
-                     html)
-
-
-MEASURE = """<script>
-addEventListener("load", () => {
-  const wide = [...document.querySelectorAll("table")].filter(
-    t => t.getBoundingClientRect().right > document.documentElement.clientWidth + 1
-      || t.parentElement.scrollWidth > t.parentElement.clientWidth + 1);
-  document.body.setAttribute("data-overflow", wide.map(t => t.id || "environment").join(" "));
-});
-</script></body>"""
-
-
-def test_tables_fit_1400_pixels_in_headless_chromium(real, tmp_path):
-    """Issue 23: the best-method table's columns were cut off at 1,400 px (unbreakable specs,
-    headers that never wrap). Every table of the report, all parts open, fits without
-    scrolling."""
-    exe = _chromium()
-    opened(real["written"]["html"], tmp_path)
-    page = tmp_path / "measure.html"
-    page.write_text((tmp_path / "opened.html").read_text(encoding="utf-8")
-                    .replace("</body>", MEASURE), encoding="utf-8")
-    dom = _run_chromium(exe, tmp_path / "profile", "--window-size=1400,1000",
-                        "--virtual-time-budget=5000", "--dump-dom", page.as_uri()).stdout
-    assert 'data-overflow=""' in dom, re.search(r'data-overflow="[^"]*"', dom)
-
-
-def test_page_one_in_headless_chromium_shows_the_methods_colours(real, tmp_path):
-    from PIL import Image
-
-    exe = _chromium()
-    shot = tmp_path / "one.png"
-    _run_chromium(exe, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,900",
-                  real["written"]["html"].as_uri())
-    img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
-    palette = Palette(["laplace", "sov"])
-    for method in ("laplace", "sov"):      # swatches of the verdict and the leaderboard
-        rgb = np.array([int(palette.colour(method)[i:i + 2], 16) for i in (1, 3, 5)])
-        assert (np.abs(img - rgb).sum(axis=2) < 30).sum() >= 2 * 100, method
-
-
-def _pdf_text(path, first, last):
-    if not shutil.which("pdftotext"):
-        pytest.skip("PDF text check needs pdftotext (apt-get install poppler-utils)")
-    return subprocess.run(["pdftotext", "-f", str(first), "-l", str(last), "-layout", str(path),
-                           "-"], capture_output=True, text=True, timeout=60).stdout
-
-
-def test_pdf_page_one_is_the_verdict_and_the_appendix_follows(real, tmp_path):
-    pdf = real["written"]["pdf"]
-    one, two = _pdf_text(pdf, 1, 1), _pdf_text(pdf, 2, 2)
-    for needle in ("Verdict: the cheapest method to each accuracy target",
-                   "Leaderboard across problems", "Error bars to believe",
-                   "one-factor, N = 30, hard"):
-        assert needle in re.sub(r"\s+", " ", one), needle
-    assert "(continued)" not in two and two.lstrip().startswith("Appendix: details")
-    if shutil.which("pdftoppm"):
-        res = subprocess.run(["pdftoppm", "-png", "-r", "50", "-f", "1", "-l", "1", str(pdf),
-                              str(tmp_path / "p")], capture_output=True, text=True, timeout=60)
-        assert res.returncode == 0 and list(tmp_path.glob("p*.png"))
 
 
 def test_nobody_reaching_a_target_leaves_an_empty_leaderboard(tmp_path):
