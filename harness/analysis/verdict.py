@@ -84,19 +84,19 @@ class Entry:
 
 
 def groups(data: ReportData, max_groups: int = MAX_GROUPS) -> dict[str, list[str]]:
-    """{group: problems}: each problem with jobs on its own, or, past max_groups problems,
-    the problems of one family and size N together ('onefactor, N = 200')."""
-    problems = [p for p in data.problems if (data.jobs["problem"] == p).any()] if len(
-        data.jobs) else []
-    problems += sorted(set(data.jobs["problem"]) - set(problems)) if len(data.jobs) else []
+    """{group: problems}: each problem with jobs on its own (in the store's order), or, past
+    max_groups problems, the problems of one family and size N together ('onefactor, N = 200')."""
+    if not len(data.jobs):
+        return {}
+    ran = set(data.jobs["problem"])
+    problems = [p for p in data.problems if p in ran] + sorted(ran - set(data.problems))
     if len(problems) <= max_groups:
         return {p: [p] for p in problems}
+    first = data.jobs.drop_duplicates("problem").set_index("problem")
     out: dict[str, list[str]] = {}
     for p in problems:
-        row = data.jobs[data.jobs["problem"] == p].iloc[0]
-        n = row["n_train"]
-        key = f"{row['family']}, N = {int(n)}" if pd.notna(n) else str(row["family"])
-        out.setdefault(key, []).append(p)
+        family, n = first.at[p, "family"], first.at[p, "n_train"]
+        out.setdefault(f"{family}, N = {int(n)}" if pd.notna(n) else str(family), []).append(p)
     return out
 
 

@@ -18,7 +18,7 @@ class ProblemFamily:
     truth: 'exact' (an oracle), 'posterior' (a generating model), or 'none'.
     presets: named parameter sets, e.g. the paper's problems ('linear1d-p3').
     title: optional, a problem's short readable title from its full parameters, for the
-    report's headings ('one-factor, N = 100, hard (|d| 0.95–0.999, random signs)'); without
+    report's headings ('one-factor, N = 100, hard (|d| ∈ [0.95, 0.999], random signs)'); without
     it the report names the family, the size and the parameters that differ from the defaults.
     """
 

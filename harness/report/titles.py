@@ -1,6 +1,6 @@
-"""Readable problem titles for the report ('one-factor, N = 100, hard (|d| 0.95–0.999, random
-signs)' rather than 'onefactor:dmax=0.999,dmin=0.95,n=100,random_signs=True'); the spec stays
-beside them in small print.
+"""Readable problem titles for the report ('one-factor, N = 100, hard (|d| ∈ [0.95, 0.999],
+random signs)' rather than 'onefactor:dmax=0.999,dmin=0.95,n=100,random_signs=True'); the spec
+stays beside them in small print.
 
 A registered family's own `title` (harness.model.family.ProblemFamily.title) writes it from the
 problem's parameters; otherwise it is the family's name, N, the number of test points and the
