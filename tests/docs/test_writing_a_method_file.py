@@ -29,7 +29,8 @@ def test_the_single_file_route_of_the_docs_works(prior_is, capsys):
     import harness
 
     text = DOC.read_text(encoding="utf-8")
-    assert "### Route 1: a single file" in text and '[methods."plugins/prior_is.py:PriorIS"]' in text
+    assert "### Route 1: a single file" in text
+    assert '[methods."plugins/prior_is.py:PriorIS"]' in text
     assert main(["run", "--problem", "linear1d-p1", "--method", "plugins/prior_is.py:PriorIS",
                  "--set", "chunk=100", "--budget", "300"]) == 0
     assert "log Z" in capsys.readouterr().out
