@@ -469,11 +469,12 @@ def _create(path: Path) -> None:
                 _build(db)
                 db.commit()
                 mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            # (EIO: write_failure calls it a full disk when the disk is all but full)
             if mode != "wal" or any(f.exists() for f in leftovers[1:]):
-                raise OSError(errno.ENOSPC, "the new store could not be completed")
+                raise OSError(errno.EIO, "the new store could not be completed")
             why = damage(tmp)
             if why is not None:
-                raise OSError(errno.ENOSPC, f"the new store came out damaged: {why}")
+                raise OSError(errno.EIO, f"the new store came out damaged: {why}")
             os.replace(tmp, path)
     finally:
         for f in leftovers:
