@@ -14,12 +14,19 @@ onefactor:n=100 (~0.1 s each). For each fault the table gives:
   run on a fresh store gives the same statuses.
 
 Faults: worker killed (SIGKILL), nanny killed (its `dask worker` process), client killed and
-resumed, scheduler killed (then a new cluster and a resume), frozen worker (SIGSTOP; the local
-cluster with worker_ttl = 5), two clients on one store at once, full disk (the store on a
-small tmpfs, needs root; resumed after the tmpfs grows), corrupted store (truncated, 4 KiB of
-garbage in the middle, a text file: `report` and `sweep` on it, the file's hash before and
-after), time limit (scipy-genz ~3 CPU s with time_limit = 1) and memory limit (a method file
-that touches 1 GB with memory_limit = "300MB").
+resumed, scheduler killed (then a new cluster and a resume), scheduler killed at four points
+(as the client connects; after 1, 10, 25 stored jobs), scheduler frozen (SIGSTOP, the client
+with distributed.comm.timeouts.tcp = 12 s), frozen worker (SIGSTOP; the local cluster with
+worker_ttl = 5), a worker killed while the local cluster starts (a Dask preload that kills
+the first worker process), the local cluster's workers killed every 1-2.5 s for 20 s (a
+sweep of 20 one-second jobs, compared with its own clean run), two clients on one store at
+once, full disk (the store on a small tmpfs, needs root; resumed after the tmpfs grows), full
+disk as the sweep starts (0, 40, 120 KiB free), an immutable write-ahead log mid-sweep
+(chattr +i once 3 jobs are stored; resumed after chattr -i), corrupted store (truncated, 4 KiB
+of garbage in the middle, a text file: `report` and `sweep` on it, the file's hash before and
+after), time limit (scipy-genz ~3 CPU s with time_limit = 1), memory limit (a method file
+that touches 1 GB with memory_limit = "300MB") and memory in a thread (the same, the memory
+touched by a thread the method starts and joins).
 
     python benchmarks/fault_matrix.py                 # every fault (about 10 minutes, 2 cores)
     python benchmarks/fault_matrix.py --only worker scheduler   # faults whose name has a word
@@ -48,7 +55,15 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "harness" / "sweep"))
-from sweep_helpers import DaskProcesses, spawn, stop, stored_jobs  # noqa: E402
+from sweep_helpers import (  # noqa: E402
+    KILLER,
+    DaskProcesses,
+    local_workers,
+    slow_sweep,
+    spawn,
+    stop,
+    stored_jobs,
+)
 
 SWEEP = """\
 name = "faults"
@@ -71,6 +86,8 @@ problems = ["onefactor:n=100"]
 budgets = [100000]
 """
 HOG = '''\
+import threading
+
 import numpy as np
 
 from harness.model.result import Estimate
@@ -84,8 +101,17 @@ class Hog(Method):
     summary = "touches budget MB of memory, then answers (fault matrix)"
     budget_unit = "MB touched"
 
+    def __init__(self, in_thread: bool = False):
+        self.in_thread = in_thread
+
     def _estimate(self, problem, budget, rng):
-        np.ones(budget * 2**20 // 8).sum()      # allocated and touched
+        touch = lambda: np.ones(budget * 2**20 // 8).sum()      # allocated and touched
+        if self.in_thread:
+            thread = threading.Thread(target=touch)
+            thread.start()
+            thread.join()
+        else:
+            touch()
         return Estimate(-1.0 - float(rng.random()), np.full(problem.n_test, 0.5))
 '''
 MEMORY_SWEEP = """\
@@ -96,6 +122,7 @@ memory_limit = "300MB"
 problems = ["onefactor:n=5"]
 [methods."hog.py:Hog"]
 budgets = [20, 1000]
+{settings}
 """
 FIELDS = ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",
           "test_probabilities", "diagnostics")
@@ -224,16 +251,6 @@ def outcome(rc: int | None, log: Path, label: str = "") -> str:
     return ", ".join(notes)
 
 
-def pids_of_local_workers(client: subprocess.Popen) -> list[int]:
-    """The worker processes of a sweep's local cluster (multiprocessing children)."""
-    try:
-        children = psutil.Process(client.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    return [c.pid for c in children
-            if "spawn_main" in " ".join(c.cmdline()) or "forkserver" in " ".join(c.cmdline())]
-
-
 # ---- the faults -----------------------------------------------------------------------------
 def clean_run(m: Matrix) -> Row:
     store, log = m.root / "clean.sqlite", m.root / "clean.log"
@@ -309,7 +326,7 @@ def frozen_worker(m: Matrix) -> Row:
     store = folder / "s.sqlite"
     proc = m.start(folder / "run.log", sweep_file, store, "--workers", "2")
     wait_until(lambda: stored_jobs(store) >= 3 or proc.poll() is not None)
-    workers = pids_of_local_workers(proc)
+    workers = [w.pid for w in local_workers(proc.pid)]
     if not workers:
         stop(proc)
         return Row("frozen worker", "could not find the local cluster's worker processes")
@@ -432,18 +449,199 @@ def time_limit(m: Matrix) -> Row:
 
 def memory_limit(m: Matrix) -> Row:
     (m.root / "hog.py").write_text(HOG)
-    sweep_file = m.write("memory-limit.toml", MEMORY_SWEEP)
+    sweep_file = m.write("memory-limit.toml", MEMORY_SWEEP.format(settings=""))
     return limit_run(m, "memory limit (300 MB)", sweep_file, ["--workers", "1"],
                      lambda r: (r.get("peak_memory_mb") or 0) > 300, "over the limit")
 
 
+def thread_memory(m: Matrix) -> Row:
+    (m.root / "hog.py").write_text(HOG)
+    sweep_file = m.write("thread-memory.toml", MEMORY_SWEEP.format(settings="in_thread = true"))
+    return limit_run(m, "memory in a thread (300 MB)", sweep_file, ["--workers", "1"],
+                     lambda r: r["budget"] >= 300, "over the limit")
+
+
+def scheduler_points(m: Matrix) -> Row:
+    """The scheduler SIGKILLed at four points of four sweeps (a cluster each): how each
+    ended, and how long after the kill."""
+    notes, ends, stores = [], [], []
+    for point in ("connect", 1, 10, 25):
+        folder = m.folder(f"scheduler-at-{point}")
+        cluster = DaskProcesses(folder / "dask", n_workers=2).start()
+        try:
+            store, log = folder / "s.sqlite", folder / "run.log"
+            proc = m.start(log, m.sweep_file, store, "--scheduler", cluster.address)
+            def reached(proc=proc, log=log, store=store, point=point) -> bool:
+                return proc.poll() is not None or (
+                    "cluster:" in log.read_text() if point == "connect"
+                    else stored_jobs(store) >= point)
+            wait_until(reached)
+            os.killpg(cluster.scheduler.pid, signal.SIGKILL)
+            killed = time.monotonic()
+            rc = finish(proc)
+            ends.append(time.monotonic() - killed)
+            notes.append(outcome(rc, log, f"at {point}: ").split(", lost")[0])
+            stores.append(store)
+        finally:
+            cluster.close()
+    return Row("scheduler killed at 4 points (connect; 1, 10, 25 stored)",
+               "; ".join(notes) + f"; ended {min(ends):.1f}-{max(ends):.1f} s after the kill",
+               "-", str(sum(int(duplicates(s)) for s in stores)), "-")
+
+
+def scheduler_frozen(m: Matrix) -> Row:
+    first = DaskProcesses(m.folder("frozen-scheduler-dask"), n_workers=2).start()
+    second: list[DaskProcesses] = []
+
+    def freeze(proc, cluster):
+        os.kill(cluster.scheduler.pid, signal.SIGSTOP)
+
+    def new_cluster() -> DaskProcesses:
+        os.kill(first.scheduler.pid, signal.SIGKILL)
+        first.close()
+        second.append(DaskProcesses(m.folder("frozen-scheduler-dask-2"), n_workers=2).start())
+        return second[0]
+
+    os.environ["DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP"] = "12s"   # the client's (Dask's floor)
+    try:
+        return interrupted(m, "scheduler frozen (SIGSTOP; comm timeout 12 s)", freeze, first,
+                           new_cluster)
+    finally:
+        del os.environ["DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP"]
+        first.close()
+        for c in second:
+            c.close()
+
+
+def local_start_killed(m: Matrix) -> Row:
+    folder = m.folder("local-start-killed")
+    (folder / "killer.py").write_text(KILLER)
+    store, log = folder / "s.sqlite", folder / "run.log"
+    env = {"GPC_TEST_KILL_STARTS": "first", "GPC_TEST_KILL_MARK": str(folder / "mark"),
+           "DASK_DISTRIBUTED__WORKER__PRELOAD": json.dumps([str(folder / "killer.py")])}
+    os.environ.update(env)
+    try:
+        rc = m.sweep(log, m.sweep_file, store, "--workers", "2")
+    finally:
+        for key in env:
+            del os.environ[key]
+    notes = sum(line.startswith("note: the local cluster did not start")
+                for line in log.read_text().splitlines())
+    return Row("a worker killed while the local cluster starts",
+               outcome(rc, log) + f", {notes} restart(s) of the cluster", kept(store),
+               duplicates(store), identical(store, m.clean))
+
+
+def workers_keep_dying(m: Matrix) -> Row:
+    """A local cluster of 2 whose worker processes are killed (one at random) every 1-2.5 s
+    for 20 s from the first stored result, on 20 jobs of 1 s; compared with a clean run of
+    the same sweep on the shared cluster."""
+    import random
+
+    folder = m.folder("keep-dying")
+    sweep_file = slow_sweep(folder, "[10]", 20, extra="no_workers_timeout = 300")
+    clean = folder / "clean.sqlite"
+    m.sweep(folder / "clean.log", sweep_file, clean, "--scheduler", m.shared().address)
+    store, log = folder / "s.sqlite", folder / "run.log"
+    proc = m.start(log, sweep_file, store, "--workers", "2")
+    wait_until(lambda: stored_jobs(store) >= 1 or proc.poll() is not None)
+    rng, kills, start = random.Random(1), 0, time.monotonic()
+    while time.monotonic() - start < 20 and proc.poll() is None:
+        time.sleep(rng.uniform(1.0, 2.5))
+        workers = local_workers(proc.pid)
+        if workers:
+            try:
+                rng.choice(workers).kill()
+                kills += 1
+            except psutil.Error:
+                pass
+    stopped = time.monotonic()
+    rc = finish(proc)
+    after = time.monotonic() - stopped
+    restarts = sum(line.startswith("note: restarted") for line in log.read_text().splitlines())
+    ok, dups = kept(store, 20), duplicates(store)   # (before the failed ones are rerun)
+    rc2 = m.sweep(folder / "resume.log", sweep_file, store, "--scheduler", m.shared().address,
+                  "--rerun-failed")   # jobs killed with their worker 4 times are stored failed
+    return Row("local workers killed every 1-2.5 s for 20 s (20 jobs of 1 s)",
+               outcome(rc, log) + f", {kills} kills, {restarts} rounds of new nannies, done "
+               f"{after:.0f} s after the kills; --rerun-failed exit {rc2}", ok, dups,
+               identical(store, read_results(clean)))
+
+
+def wal_immutable(m: Matrix) -> Row:
+    if shutil.which("chattr") is None:
+        return Row("immutable write-ahead log", "skipped: chattr is not installed")
+    folder = m.folder("wal-immutable")
+    store = folder / "s.sqlite"
+    wal = Path(f"{store}-wal")
+    address = m.shared().address
+    proc = m.start(folder / "run.log", m.sweep_file, store, "--scheduler", address)
+    wait_until(lambda: stored_jobs(store) >= 3 or proc.poll() is not None)
+    frozen = subprocess.run(["chattr", "+i", str(wal)], capture_output=True, text=True)
+    if frozen.returncode != 0:
+        stop(proc)
+        return Row("immutable write-ahead log", f"skipped: chattr failed ({frozen.stderr})")
+    try:
+        rc = finish(proc)
+        after = kept(store)
+    finally:
+        subprocess.run(["chattr", "-i", str(wal)], capture_output=True)
+    rc2 = m.sweep(folder / "resume.log", m.sweep_file, store, "--scheduler", address)
+    return Row("immutable write-ahead log (chattr +i after 3 jobs)",
+               outcome(rc, folder / "run.log") + "; "
+               + outcome(rc2, folder / "resume.log", "after chattr -i: "), after,
+               duplicates(store), identical(store, m.clean))
+
+
+def full_disk_at_start(m: Matrix) -> Row:
+    """The store on a 2 MiB tmpfs filled but 0, 40 or 120 KiB (the writer's lock, the
+    store's creation, its opening), then resumed with the filler removed."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return Row("full disk at the start", "skipped: a small tmpfs needs root")
+    notes, stores, same = [], [], []
+    address = m.shared().address
+    for free in (0, 40, 120):
+        folder = m.folder(f"full-at-start-{free}")
+        disk = m.folder(f"full-at-start-{free}/tmpfs")
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+                                 capture_output=True)
+        if mounted.returncode != 0:
+            return Row("full disk at the start",
+                       f"skipped: mount failed ({mounted.stderr.decode().strip()})")
+        try:
+            with open(disk / "filler", "wb") as f:
+                f.write(b"\0" * max(0, shutil.disk_usage(disk).free - free * 1024))
+            store = disk / "s.sqlite"
+            rc = m.sweep(folder / "run.log", m.sweep_file, store, "--scheduler", address)
+            orphans = [p.name for p in disk.iterdir() if ".new-" in p.name]
+            (disk / "filler").unlink()
+            rc2 = m.sweep(folder / "resume.log", m.sweep_file, store, "--scheduler", address)
+            notes.append(outcome(rc, folder / "run.log", f"{free} KiB: ").split(" (")[0]
+                         + (f" {len(orphans)} orphans" if orphans else "")
+                         + f", then exit {rc2}")
+            stores.append(store)
+            same.append(identical(store, m.clean))
+            copy = folder / "s.sqlite"
+            shutil.copy(store, copy)
+            stores[-1] = copy
+        finally:
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+    return Row("full disk at the start (0, 40, 120 KiB free; then freed)", "; ".join(notes),
+               "-", str(sum(int(duplicates(s)) for s in stores)), ", ".join(same))
+
+
 FAULTS: list[tuple[str, Callable[[Matrix], Row]]] = [
     ("worker", worker_killed), ("nanny", nanny_killed), ("client", client_killed),
-    ("scheduler", scheduler_killed), ("frozen", frozen_worker), ("two-clients", two_clients),
-    ("full-disk", full_disk),
+    ("scheduler", scheduler_killed), ("scheduler-points", scheduler_points),
+    ("scheduler-frozen", scheduler_frozen), ("frozen", frozen_worker),
+    ("local-start", local_start_killed), ("keep-dying", workers_keep_dying),
+    ("two-clients", two_clients),
+    ("full-disk", full_disk), ("full-at-start", full_disk_at_start),
+    ("wal-immutable", wal_immutable),
     *((f"corrupt-{k.split()[0]}", lambda m, k=k: corrupted_store(m, k))
       for k in ("truncated", "garbage in the middle", "text file")),
     ("time-limit", time_limit), ("memory-limit", memory_limit),
+    ("thread-memory", thread_memory),
 ]
 
 

@@ -3,7 +3,8 @@ gpr}.
 
 The commands are modules of this package, each with `setup(parser)` (its arguments) and
 `run(args)` (exit code). Bad input ends with exit code 2 and one line on stderr naming the
-field; never a traceback.
+field, a cluster that cannot go on (harness.execution.cluster.ClusterLost) with exit code 3
+and one line; never a traceback.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from harness.cli import list as list_
 from harness.cli.args import EXIT_BAD_INPUT, Parser, add_verbosity
 from harness.core.errors import InputError
 from harness.core.version import __version__
+from harness.execution.cluster import ClusterLost
 
 # name -> (setup(parser), run(args) -> exit code), in the order `--help` lists them
 COMMANDS = {
@@ -72,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)   # one line
         return EXIT_BAD_INPUT
+    except ClusterLost as exc:   # a cluster lost outside a sweep's jobs (sweeps say it there)
+        from harness.sweep.driver import EXIT_CLUSTER
+
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
+        return EXIT_CLUSTER
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

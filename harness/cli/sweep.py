@@ -52,9 +52,11 @@ def setup(p):
     p.epilog = (
         "exit status: 0 every job of the sweep is stored with status ok; 1 some are stored "
         "with another status (failed, error, timeout; --rerun-failed reruns them); 2 bad "
-        "input (one line naming the field); 3 the cluster could not finish (no worker for "
-        "no_workers_timeout seconds, or the scheduler lost; finished jobs stay stored: run "
-        "the same command again); 130 interrupted (Ctrl-C)")
+        "input (one line naming the field), or the store cannot be written (a full disk, an "
+        "unwritable write-ahead log); 3 the cluster could not finish (no worker for "
+        "no_workers_timeout seconds, the scheduler lost, the local cluster did not start or "
+        "its workers kept dying); finished jobs stay stored: run the same command again; "
+        "130 interrupted (Ctrl-C)")
     p.add_argument("sweep_file", nargs="?", default=None,
                    help=f"the sweep (TOML); default {DEFAULT_SWEEP}, or none when --problem "
                    "and --method define the sweep")

@@ -20,20 +20,37 @@
   default is 5 minutes); the sweep prints it.
 
 Either way, a sweep gives up when the cluster has had no worker for `no_workers_timeout`
-seconds (`WorkerWatch`), and says so in one line (harness.sweep.driver.ClusterLost).
+seconds (`WorkerWatch`), and says so in one line (`ClusterLost`, exit 3). Faults that end the
+sweep at once, with one line and every finished job kept (`ClusterLost`):
+- the scheduler lost: the client's connection to it closed (a killed scheduler: within a
+  second), a round trip refused, or no answer for `scheduler_silence()` seconds (a frozen
+  scheduler or a cut link, which TCP does not report); `WorkerWatch.check` looks at each of
+  them every second while the sweep waits, and every call the sweep makes on the client
+  treats a refused one the same way (`lost_or`);
+- the local cluster cannot start: a worker process that dies while the cluster starts makes
+  Dask's LocalCluster fail ("Nanny failed to start"); it is started again, START_ATTEMPTS
+  times in all;
+- the local cluster's workers keep dying: a nanny whose worker died while starting gives up
+  (it closes; the cluster drops one whose worker stays away); `LocalRestarts.revive` starts
+  a new one in its slot, in at most LOCAL_RESTARTS rounds per sweep with a doubling backoff
+  (1 + 2 + ... + 32 s), then ends the sweep with the reason instead of idling until
+  no_workers_timeout.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from harness.core.errors import InputError
 
@@ -44,6 +61,100 @@ WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 NO_WORKERS_TIMEOUT = 300.0   # seconds a sweep waits while the cluster has no worker
 WORKER_TTL = 120.0           # the local cluster's distributed.scheduler.worker-ttl, seconds
 TTL_KEY = "distributed.scheduler.worker-ttl"
+ANSWER_TIMEOUT = 10.0        # seconds one round trip to the scheduler may take
+START_ATTEMPTS = 3           # local cluster starts before giving up
+LOCAL_RESTARTS = 6           # rounds of replacing nannies that gave up, per sweep
+RESTART_BACKOFF = 1.0        # seconds between the first two rounds (then doubling)
+T = TypeVar("T")
+
+
+class ClusterLost(Exception):
+    """The cluster cannot finish the sweep (no worker for too long, the scheduler gone, the
+    local cluster cannot start or keep workers); the message says which and what to do."""
+
+
+def scheduler_silence() -> float:
+    """Seconds without an answer after which the scheduler counts as lost: Dask's own timeout
+    for an unresponsive connection, distributed.comm.timeouts.tcp (30 s by default)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.tcp", "30s")))
+
+
+def lost_message(address: str, why: str = "stopped, or unreachable from here") -> str:
+    return (f"lost the scheduler {address} ({why}); when it runs again, run the same "
+            f"command")
+
+
+def scheduler_gone(client) -> bool:
+    """The client has lost its connection to the scheduler (Dask then cancels every future
+    and tries to reconnect: nothing submitted before can finish)."""
+    return client.status != "running"
+
+
+def ask(client, call: Callable[[], Awaitable[T]], timeout: float = ANSWER_TIMEOUT) -> T:
+    """`await call()` on the client's event loop, from this thread: its result. ClusterLost
+    as soon as the client has lost the scheduler (Dask's own calls would retry connecting to
+    it for distributed.comm.timeouts.connect, 30 s, each), TimeoutError after `timeout`
+    seconds (the call is cancelled)."""
+    async def run():
+        return await call()
+
+    future = asyncio.run_coroutine_threadsafe(run(), client.loop.asyncio_loop)
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if scheduler_gone(client) or time.monotonic() > deadline:
+            future.cancel()
+            if scheduler_gone(client):
+                raise ClusterLost(lost_message(_address(client)))
+            raise TimeoutError(f"no answer from the scheduler in {timeout:g} s")
+        concurrent.futures.wait([future], timeout=0.05)
+    return future.result()
+
+
+RESULT_TIMEOUT = 600.0       # seconds fetching a batch of finished results may take
+NOT_RECEIVED = object()      # a finished future's result that could not reach the client
+
+
+def fetch_results(client, futures: list) -> list:
+    """The results of finished futures, fetched together (one `ask`): each its value, or
+    NOT_RECEIVED if the connection to the scheduler failed on its way (the job runs again
+    next time), or the exception that kept it from being received (e.g. a result that does
+    not unpickle here)."""
+    from distributed.client import FutureCancelledError
+
+    async def one(future):
+        try:
+            return await client.gather(future, asynchronous=True)
+        except (OSError, FutureCancelledError, asyncio.CancelledError):
+            return NOT_RECEIVED
+        except Exception as exc:  # noqa: BLE001 - the caller records it
+            return exc
+
+    async def every():
+        return await asyncio.gather(*(one(f) for f in futures))
+
+    return ask(client, every, timeout=RESULT_TIMEOUT) if futures else []
+
+
+def scheduler_identity(client, n_workers: int = 0) -> dict[str, Any]:
+    """The scheduler's identity (workers: the first n_workers, -1 all), asked now (`ask`)."""
+    return ask(client, lambda: client.scheduler.identity(n_workers=n_workers))
+
+
+def lost_or(client, exc: BaseException) -> BaseException:
+    """ClusterLost if the client's scheduler is gone (or refused the call that raised `exc`),
+    else `exc`: what a failed call on the client means."""
+    from distributed.comm.core import CommClosedError
+
+    if scheduler_gone(client) or isinstance(exc, CommClosedError):
+        return ClusterLost(lost_message(_address(client)))
+    return exc
+
+
+def _address(client) -> str:
+    return client.scheduler.address if client.scheduler is not None else "(closed)"
 
 
 def default_workers() -> int:
@@ -63,7 +174,7 @@ def local_worker_memory(workers: int | None = None) -> int:
 def workers_memory_limit(client) -> int | None:
     """The smallest memory_limit of the connected workers (None: none set, or no workers)."""
     limits = [w.get("memory_limit") for w in
-              client.scheduler_info(n_workers=-1).get("workers", {}).values()]
+              scheduler_identity(client, -1).get("workers", {}).values()]
     limits = [int(v) for v in limits if v]
     return min(limits) if limits else None
 
@@ -96,35 +207,68 @@ def scheduler_worker_ttl(client) -> float | None:
     from dask.utils import parse_timedelta
 
     try:
-        value = client.run_on_scheduler(dask.config.get, TTL_KEY, None)
+        value = ask(client, lambda: client.run_on_scheduler(dask.config.get, TTL_KEY, None,
+                                                            asynchronous=True))
         return float(parse_timedelta(value)) if value else None
+    except ClusterLost:
+        raise
     except Exception:  # noqa: BLE001 - informative only (e.g. a scheduler refusing pickles)
         return None
 
 
 class WorkerWatch:
-    """How long the cluster has had no worker: `check()` asks the scheduler (one round trip,
-    at most every `every` seconds) and returns the seconds since it was last seen with a
-    worker, or None while it has one. An unanswered question changes nothing."""
+    """How long the cluster has had no worker, and whether its scheduler is still there.
 
-    def __init__(self, client, every: float = 1.0, clock: Callable[[], float] = time.monotonic):
+    `check()` raises ClusterLost once the scheduler is lost (the client's connection closed,
+    a refused round trip, or no answer for `silence` seconds); else it asks the scheduler
+    (one round trip of at most ANSWER_TIMEOUT seconds, and no longer than the silence left,
+    at most every `every` seconds) and returns the seconds since it was last seen with a
+    worker, or None while it has one.
+    """
+
+    def __init__(self, client, every: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 silence: float | None = None):
         self.client, self.every, self.clock = client, every, clock
+        self.silence = scheduler_silence() if silence is None else silence
+        self.address = client.scheduler.address
         self.since: float | None = None     # when the cluster was first seen without workers
+        self.answered = clock()             # when the scheduler last answered
         self._asked = -float("inf")
 
+    def lost(self, why: str = "stopped, or unreachable from here") -> ClusterLost:
+        return ClusterLost(lost_message(self.address, why))
+
     def workers(self) -> int | None:
+        """The workers connected now (None: no answer in time); ClusterLost if the scheduler
+        is gone."""
+        left = self.silence - (self.clock() - self.answered)
         try:
-            return int(self.client.scheduler_info(n_workers=0).get("n_workers", 0))
-        except Exception:  # noqa: BLE001 - a lost scheduler is noticed by the futures
+            info = ask(self.client, lambda: self.client.scheduler.identity(n_workers=0),
+                       timeout=min(ANSWER_TIMEOUT, max(left, 0.5)))
+        except ClusterLost:
+            raise self.lost() from None
+        except TimeoutError:                   # no answer in time (before OSError: a subclass)
             return None
+        except OSError:                        # refused, or the connection closed meanwhile
+            raise self.lost() from None
+        except Exception:  # noqa: BLE001 - anything else: not an answer, not a loss
+            return None
+        self.answered = self.clock()
+        return int(info.get("n_workers", 0))
 
     def check(self) -> float | None:
         now = self.clock()
+        if scheduler_gone(self.client):
+            raise self.lost()
         if now - self._asked >= self.every:
             self._asked = now
             n = self.workers()
             if n is not None:
                 self.since = (self.since if self.since is not None else now) if n == 0 else None
+            elif self.clock() - self.answered >= self.silence:
+                raise self.lost(f"no answer for {self.silence:g} s, "
+                                f"distributed.comm.timeouts.tcp: frozen, or unreachable from "
+                                f"here")
         return None if self.since is None else now - self.since
 
 
@@ -200,30 +344,131 @@ class Connection:
     description: str
     dashboard: str | None
     local: bool
+    restarts: LocalRestarts | None = None   # the local cluster's (None for an existing one)
 
 
 def _dashboard(client) -> str | None:
     try:
-        if "dashboard" not in client.scheduler_info().get("services", {}):
+        if "dashboard" not in scheduler_identity(client).get("services", {}):
             return None
         return client.dashboard_link
+    except ClusterLost:
+        raise
     except Exception:  # noqa: BLE001 - the dashboard is a convenience
         return None
+
+
+def close_client(client) -> None:
+    """Close a client; one whose scheduler is gone quietly (Dask would log its cancelled
+    reconnection with a traceback) and without raising."""
+    if not scheduler_gone(client):
+        client.close()
+        return
+    quiet_dask_logs()
+    try:
+        client.close(timeout=ANSWER_TIMEOUT)
+    except Exception:  # noqa: BLE001 - nothing is left to close it for
+        pass
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost message of an exception chain ("Nanny failed to start worker process")."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return f"{type(exc).__name__}: {exc}"
+
+
+def start_local(n: int, note: Callable[[str], None] | None = None):
+    """A LocalCluster of `n` single-threaded worker processes on 127.0.0.1. One whose start
+    fails (a worker process that died while starting: "Nanny failed to start"; Dask closes
+    what it had started) is started again, START_ATTEMPTS times in all, each retry said by
+    `note`; then ClusterLost."""
+    from distributed import LocalCluster
+
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            return LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                memory_limit=local_worker_memory(n), host="127.0.0.1",
+                                dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+        except Exception as exc:  # noqa: BLE001 - said in one line, never a traceback
+            why = _cause(exc)
+            if note is not None and attempt < START_ATTEMPTS:
+                note(f"note: the local cluster did not start ({why}: a worker process died "
+                     f"while starting?); starting it again ({attempt + 1} of {START_ATTEMPTS})")
+    raise ClusterLost(f"the local cluster did not start in {START_ATTEMPTS} attempts ({why}: "
+                      f"its worker processes die while starting: killed? out of memory?); "
+                      f"run the same command")
+
+
+class LocalRestarts:
+    """Keeps the local cluster's worker slots filled. Dask's nanny starts a new worker process
+    when its worker dies, but gives up (closes) when the new one dies while starting, and the
+    local cluster drops a nanny whose worker has not come back for Dask's
+    distributed.deploy.lost-worker-timeout (15 s): no worker comes back in that slot.
+    `revive()` puts a new nanny (which starts a new worker) in each such slot: `limit` rounds
+    at most per sweep, the k-th round no sooner than RESTART_BACKOFF * 2^(k-2) seconds after
+    the one before (1, 2, 4, ... s: a burst of kills does not use them all up); past that it
+    raises ClusterLost with the reason, at once, rather than let the sweep wait
+    no_workers_timeout for nothing."""
+
+    def __init__(self, cluster, limit: int | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.cluster, self.clock = cluster, clock
+        self.limit = LOCAL_RESTARTS if limit is None else limit
+        self.rounds = self.replaced = 0
+        self.started = clock()
+        self._next = -float("inf")
+
+    def gone(self) -> list:
+        """The slots without a nanny, or whose nanny has given up."""
+        from distributed.core import Status
+
+        nannies = dict(self.cluster.workers)
+        return [name for name in list(self.cluster.worker_spec)
+                if name not in nannies
+                or nannies[name].status in (Status.closing, Status.closed, Status.failed)]
+
+    async def _replace(self, names: list) -> None:
+        for name in names:
+            self.cluster.workers.pop(name, None)
+        await self.cluster._correct_state()     # starts a nanny in every empty slot
+
+    def revive(self) -> int:
+        """Replace the nannies that gave up, if the backoff allows; returns how many (0:
+        none had, or not yet)."""
+        gone = self.gone()
+        if not gone or self.clock() < self._next:
+            return 0
+        if self.rounds >= self.limit:
+            raise ClusterLost(f"the local cluster's workers keep dying: their nannies gave up "
+                              f"(a new worker process died while starting, or did not come "
+                              f"back) and were replaced {self.replaced} times in "
+                              f"{self.clock() - self.started:.0f} s, in {self.rounds} rounds, "
+                              f"the most a sweep does (killed? out of memory?); run the same "
+                              f"command")
+        self.rounds += 1
+        self.replaced += len(gone)
+        try:
+            self.cluster.sync(self._replace, gone, callback_timeout=120)
+        except Exception:  # noqa: BLE001 - one died again while starting: a later round
+            pass
+        self._next = self.clock() + RESTART_BACKOFF * 2 ** (self.rounds - 1)
+        return len(gone)
 
 
 @contextmanager
 def connect(scheduler: str | None = None, workers: int | None = None,
             tls: TLSOptions | None = None, allowed_failures: int | None = None,
-            timeout: float = 30.0, client=None, worker_ttl: float | None = None
-            ) -> Iterator[Connection]:
+            timeout: float = 30.0, client=None, worker_ttl: float | None = None,
+            note: Callable[[str], None] | None = None) -> Iterator[Connection]:
     """A connected distributed.Client; a local cluster is closed on exit.
 
     `client`: an already connected distributed.Client (e.g. of a dask-cloudprovider
     cluster made in Python); it is used as it is and left open. `worker_ttl`: the local
-    cluster's (see local_worker_ttl).
+    cluster's (see local_worker_ttl). `note`: says a retried local start (start_local).
     """
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if client is not None:
         yield Connection(client, f"scheduler {client.scheduler.address}", _dashboard(client),
@@ -262,7 +507,7 @@ def connect(scheduler: str | None = None, workers: int | None = None,
             yield Connection(client, f"scheduler {client.scheduler.address}", _dashboard(client),
                              local=False)
         finally:
-            client.close()
+            close_client(client)
         return
 
     n = default_workers() if workers is None else workers
@@ -277,17 +522,15 @@ def connect(scheduler: str | None = None, workers: int | None = None,
     if allowed_failures is not None:
         config["distributed.scheduler.allowed-failures"] = allowed_failures
     with dask.config.set(config):
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               memory_limit=local_worker_memory(n), host="127.0.0.1",
-                               dashboard_address="127.0.0.1:0",
-                               silence_logs=logging.ERROR)
+        cluster = start_local(n, note)
         try:
             client = Client(cluster, set_as_default=False)
             try:
                 yield Connection(client, f"local cluster, {n} worker process"
                                  + ("es" if n > 1 else "") + " × 1 thread on 127.0.0.1",
-                                 _dashboard(client), local=True)
+                                 _dashboard(client), local=True,
+                                 restarts=LocalRestarts(cluster))
             finally:
-                client.close()
+                close_client(client)
         finally:
             cluster.close()

@@ -44,9 +44,15 @@ Faults (issue 17):
   A new store is built under a temporary name and renamed into place, so the harness never
   leaves an empty or table-less file at a store's path (an empty file there is refused like
   a damaged one).
-- Full disk: a write that fails with SQLITE_FULL raises `StoreFull` (exit 2); the records that
-  could not be written are held in a side file (`hold`, JSON lines `<store>-held.jsonl`, else
-  in the temporary folder) and the next writer imports them first (`import_held`).
+- A write that fails (`StoreWriteFailed`, exit 2, one line): a full disk (SQLITE_FULL,
+  ENOSPC; or an I/O error with less than FULL_BELOW bytes left: SQLite's shared-memory file
+  cannot grow on a full tmpfs) or a disk or file that refuses it (SQLITE_IOERR,
+  SQLITE_READONLY: an immutable or read-only write-ahead log, a read-only or failing disk).
+  The transaction is rolled back: what was committed stays. The records that could not be
+  written are held in a side file (`hold`, JSON lines `<store>-held.jsonl`, else in the
+  temporary folder) and the next writer imports them first (`import_held`). Opening is
+  covered too: the writer's lock file, a new store's creation (nothing renamed into place
+  unless it is complete; its leftovers removed) and the first write of an open.
 - One writer: opening for writing takes the store's writer lock (harness.execution.store_lock);
   `ResultStore(path, read_only=True)` reads beside a writer, takes no lock and writes nothing.
 """
@@ -57,6 +63,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import stat
 import struct
@@ -185,19 +192,59 @@ class StoreDamaged(InputError):
         self.path, self.why = path, why
 
 
-class StoreFull(InputError):
-    """A write to the store failed with a full disk (exit code 2, one line)."""
+class StoreWriteFailed(InputError):
+    """A write to the store failed: a full disk, or a disk or file that refuses writes
+    (exit code 2, one line). `remedy`: what makes the next run work."""
 
-    def __init__(self, path: Path, problem: str, fix: str = ""):
+    def __init__(self, path: Path, problem: str, fix: str = "", remedy: str = ""):
+        self.remedy = remedy or "free some space"
         super().__init__("store", f"cannot write {path}: {problem}",
-                         fix or "free some space and run the same command again")
+                         fix or f"{self.remedy} and run the same command again")
         self.path, self.problem = path, problem
 
 
-def _is_full(exc: BaseException) -> bool:
-    if isinstance(exc, sqlite3.Error):
-        return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_FULL
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+StoreFull = StoreWriteFailed   # its name while a full disk was the only failed write it said
+
+FULL_BELOW = 1 << 20    # bytes: an I/O error with less free than this is a full disk
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_REFUSED_ERRNOS = (errno.EIO, errno.EROFS, errno.EPERM, errno.EACCES, errno.EFBIG)
+
+
+def write_failure(exc: BaseException, path: Path) -> StoreWriteFailed | None:
+    """The StoreWriteFailed that `exc`, raised by a write to the store at `path`, means (None:
+    not a failed write, e.g. a bug or a damaged file)."""
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    full = (code == sqlite3.SQLITE_FULL if isinstance(exc, sqlite3.Error)
+            else isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS)
+    refused = (code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
+               if isinstance(exc, sqlite3.Error)
+               else isinstance(exc, OSError) and exc.errno in _REFUSED_ERRNOS)
+    if not (full or refused):
+        return None
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        free = None
+    if full or (free is not None and free < FULL_BELOW):
+        return StoreWriteFailed(path, f"the disk is full ({exc}; {free} bytes free)"
+                                if free is not None else f"the disk is full ({exc})")
+    wal = Path(f"{path}-wal")
+    return StoreWriteFailed(
+        path, f"the disk refused a write ({exc}): an immutable or read-only {path.name} or "
+        f"{wal.name}, a read-only or failing disk?",
+        remedy=f"make {path.name} and {wal.name} writable again (lsattr, chattr -i; mount)")
+
+
+@contextmanager
+def _disk_writes(path: Path) -> Iterator[None]:
+    """A failed write in the block becomes StoreWriteFailed (one line)."""
+    try:
+        yield
+    except (OSError, sqlite3.Error) as exc:
+        failed = write_failure(exc, path)
+        if failed is None:
+            raise
+        raise failed from None
 
 
 def read_only_connection(path: str | Path, ignore_wal: bool = False) -> sqlite3.Connection:
@@ -409,19 +456,29 @@ def held_records(path: str | Path) -> list[tuple[Path, list[dict[str, Any]]]]:
 
 
 def _create(path: Path) -> None:
-    """A new, empty store at `path`, built under a temporary name and renamed into place."""
+    """A new, empty store at `path`, built under a temporary name and renamed into place
+    only once complete: the tables are committed through a rollback journal (in the file,
+    or the commit fails), then the file is switched to write-ahead logging, and it must then
+    stand alone (no log left beside it) and pass `damage`. On any failure nothing is
+    renamed and the temporary file and its journal, log and shared memory are removed."""
     tmp = path.with_name(f".{path.name}.new-{os.getpid()}")
+    leftovers = [tmp, *(Path(f"{tmp}{s}") for s in ("-journal", "-wal", "-shm"))]
     try:
-        with closing(sqlite3.connect(tmp)) as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            _build(db)
-            db.commit()
-        os.replace(tmp, path)
-    except (OSError, sqlite3.Error) as exc:
-        tmp.unlink(missing_ok=True)
-        if _is_full(exc):
-            raise StoreFull(path, f"the disk is full ({exc})") from None
-        raise
+        with _disk_writes(path):
+            with closing(sqlite3.connect(tmp)) as db:
+                _build(db)
+                db.commit()
+                mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            # (EIO: write_failure calls it a full disk when the disk is all but full)
+            if mode != "wal" or any(f.exists() for f in leftovers[1:]):
+                raise OSError(errno.EIO, "the new store could not be completed")
+            why = damage(tmp)
+            if why is not None:
+                raise OSError(errno.EIO, f"the new store came out damaged: {why}")
+            os.replace(tmp, path)
+    finally:
+        for f in leftovers:
+            f.unlink(missing_ok=True)
 
 
 class ResultStore:
@@ -445,19 +502,23 @@ class ResultStore:
             self._db = read_only_connection(self.path)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.lock = StoreLock(self.path)
+        with _disk_writes(self.path):
+            self.lock = StoreLock(self.path)
         try:
             if store_file(self.path) is not None:
                 self._refuse_damaged()    # before anything is written
             else:
                 _create(self.path)
-            self._db = sqlite3.connect(self.path, timeout=30.0)
+            with _disk_writes(self.path):
+                self._db = sqlite3.connect(self.path, timeout=30.0)
             with self._writing():
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 _build(self._db)
                 self._seal_unsealed()
         except BaseException:
+            if getattr(self, "_db", None) is not None:
+                self._db.close()
             self.lock.release()
             raise
 
@@ -485,14 +546,10 @@ class ResultStore:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """One transaction; a full disk becomes StoreFull (the transaction rolled back)."""
-        try:
-            with self._db:
-                yield
-        except sqlite3.OperationalError as exc:
-            if _is_full(exc):
-                raise StoreFull(self.path, f"the disk is full ({exc})") from None
-            raise
+        """One transaction; a failed write becomes StoreWriteFailed (the transaction rolled
+        back)."""
+        with _disk_writes(self.path), self._db:
+            yield
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         """The rows of a query; damage found while reading (a page, text that is not UTF-8)
@@ -574,7 +631,7 @@ class ResultStore:
         return [self._loads(r[0]) for r in
                 self._rows("SELECT record FROM jobs ORDER BY problem, method, budget")]
 
-    # ---- records held back by a full disk ----------------------------------------------
+    # ---- records held back by a failed write-------------------------------------------
     def hold(self, records: list[dict[str, Any]]) -> Path | None:
         """Append records that could not be stored to a side file (JSON lines, `held_paths`);
         returns its path, or None if no side file could be written either."""

@@ -101,8 +101,12 @@ class StoreLock:
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "since": datetime.now(UTC).isoformat(timespec="seconds"),
               "command": " ".join([program, *sys.argv[1:]])[:300]}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(me).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+        except OSError:   # e.g. a full disk: not locked, nothing held (the caller says why)
+            os.close(fd)
+            raise
         _HELD[self.key] = _Held(fd, 1, self.previous)
 
     def _acquire(self) -> int:

@@ -15,14 +15,23 @@ Limits. Inside harness.core.deadline.cpu_time_limit, a cached set-up's recorded 
 against the limit like a set-up built by the job itself (deadline.charged), so the status never
 depends on which job of a worker built it. An allocation that fails is "failed" with "memory:"
 and the numbers (harness.model.limits.memory_reason).
+
+Threads. An exception raised in a thread the method started (during its set-up or estimate)
+is not lost when the method returns regardless: `thread_errors` keeps it (threading.excepthook
+for the call, threads alive before the call left to the hook there was), the threads the call
+started are given THREAD_GRACE seconds to end, and the first such exception decides the job
+like one of the method's own: a MemoryError "failed" ("memory: ... in thread 'name'"), anything
+else "error".
 """
 
 
 from __future__ import annotations
 
 import math
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -39,6 +48,7 @@ from harness.model.problem import Problem
 from harness.model.result import Estimate
 
 _blas = hard.blas_controller   # one threadpoolctl controller per process
+THREAD_GRACE = 0.5             # seconds the threads a method started get to end after it returns
 
 
 def plain(value):
@@ -111,6 +121,60 @@ def record_setup(problem: Problem, method: Method, cost: SetupCost) -> None:
     _SETUP.setdefault(problem, {})[method.label()] = cost
 
 
+_collecting: list[tuple[set[threading.Thread], list[threading.ExceptHookArgs]]] = []
+_collecting_lock = threading.Lock()
+_chained: list = []   # the threading.excepthook there was while `_hook` is installed
+
+
+def _hook(args: threading.ExceptHookArgs) -> None:
+    """threading.excepthook while a `thread_errors` block is active: an exception of a thread
+    started during an active block goes to that block; any other to the hook there was."""
+    with _collecting_lock:
+        takers = [caught for before, caught in _collecting if args.thread not in before]
+        chained = _chained[0] if _chained else threading.__excepthook__
+    for caught in takers:
+        caught.append(args)
+    if not takers:
+        chained(args)
+
+
+@contextmanager
+def thread_errors(grace: float = THREAD_GRACE) -> Iterator[list[threading.ExceptHookArgs]]:
+    """Exceptions raised in threads started during the block, collected in the yielded list
+    instead of printed (threads alive before go to the hook there was, put back when the
+    last active block ends). On exit the threads started during the block get `grace`
+    seconds in all to end. Blocks may overlap (threads of one process): a thread new to
+    several is given to each."""
+    entry: tuple[set[threading.Thread], list] = (set(threading.enumerate()), [])
+    with _collecting_lock:
+        if not _collecting and threading.excepthook is not _hook:
+            _chained[:] = [threading.excepthook]
+            threading.excepthook = _hook
+        _collecting.append(entry)
+    try:
+        yield entry[1]
+        deadline = time.monotonic() + grace
+        for thread in set(threading.enumerate()) - entry[0]:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        with _collecting_lock:
+            _collecting.remove(entry)
+            if not _collecting and threading.excepthook is _hook:
+                threading.excepthook = _chained.pop()
+
+
+def thread_failure(args: threading.ExceptHookArgs, method: Method) -> Estimate:
+    """The estimate of a job one of whose threads raised (thread_errors): "failed" for a
+    MemoryError, "error" for anything else, the reason naming the thread."""
+    exc = args.exc_value
+    where = f" (in thread {args.thread.name!r})" if args.thread is not None else " (in a thread)"
+    if isinstance(exc, MemoryError):
+        return Estimate.failed(hard.memory_reason(exc) + where)
+    return Estimate(None, None, status="error",
+                    reason=exception_reason(exc, type(method)) + where)
+
+
 def _within_limit(work: Callable[..., T]) -> Callable[..., T]:
     """work, with the CPU-time deadline checked before (a cached set-up may have used the
     limit up) and after it (a method that never checks is still a timeout once past it)."""
@@ -134,9 +198,11 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
     check_deadline(); a cached set-up's CPU counts against the limit (module doc). A time-out,
     a failed allocation or a bug in the method becomes (None, an Estimate with status
     'timeout', 'failed' (reason "memory: ...") or 'error' and the reason, timing); an
-    InputError is raised, and so is any other exception with raise_errors=True. on_setup(the
-    set-up fields) is called once the set-up succeeded. Shared by run_method (one estimate)
-    and harness.execution.split.run_part (one part of a split estimate).
+    InputError is raised, and so is any other exception with raise_errors=True. An exception
+    in a thread the method started decides the job the same way (thread_errors,
+    thread_failure). on_setup(the set-up fields) is called once the set-up succeeded. Shared
+    by run_method (one estimate) and harness.execution.split.run_part (one part of a split
+    estimate).
     """
     def guarded(fn):
         try:
@@ -156,24 +222,30 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
                                   reason=exception_reason(exc, type(method)))
 
     setup: dict[str, Any] = {}
-    cpu0, wall0 = time.thread_time(), time.perf_counter()
-    with phase("set-up"):   # harness.core.progress: the method's own phases nest inside
-        _, failed = guarded(lambda: setup.update(timed_prepare(problem, method, blas_threads)))
-    if failed:   # what the set-up used until it stopped
-        setup = {"setup_cpu_seconds": time.thread_time() - cpu0,
-                 "setup_wall_seconds": time.perf_counter() - wall0, "setup_cached": False}
-    elif on_setup is not None:
-        on_setup(setup)
     value = None
-    with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
-                                                             user_api="blas"), \
-            charged(setup["setup_cpu_seconds"] if setup.get("setup_cached") else 0.0):
-        cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
-        if failed is None:
-            with phase("estimate"):
-                value, failed = guarded(_within_limit(work))
-        cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
-                           time.perf_counter() - wall0)
+    with thread_errors() as in_threads:
+        cpu0, wall0 = time.thread_time(), time.perf_counter()
+        with phase("set-up"):   # harness.core.progress: the method's own phases nest inside
+            _, failed = guarded(lambda: setup.update(timed_prepare(problem, method,
+                                                                   blas_threads)))
+        if failed:   # what the set-up used until it stopped
+            setup = {"setup_cpu_seconds": time.thread_time() - cpu0,
+                     "setup_wall_seconds": time.perf_counter() - wall0, "setup_cached": False}
+        elif on_setup is not None and not in_threads:
+            on_setup(setup)
+        with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
+                                                                 user_api="blas"), \
+                charged(setup["setup_cpu_seconds"] if setup.get("setup_cached") else 0.0):
+            cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+            if failed is None and not in_threads:
+                with phase("estimate"):
+                    value, failed = guarded(_within_limit(work))
+            cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
+                               time.perf_counter() - wall0)
+    if failed is None and in_threads:
+        if raise_errors:
+            raise in_threads[0].exc_value
+        value, failed = None, thread_failure(in_threads[0], method)
     return value, failed, {"cpu_seconds": cpu, "process_cpu_seconds": proc,
                            "wall_seconds": wall, **setup, "peak_memory_mb": memory.mb,
                            "memory_source": memory.source}

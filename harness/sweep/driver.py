@@ -7,16 +7,21 @@ checked for writing before anything runs (`check_writable`), and `sweep --check`
 same plan as a run (`plan_lines`, `stored_job_ids`) without opening the store for writing.
 
 Store faults (harness.execution.store): the store is opened (its writer lock taken, its integrity
-checked, results a full disk held back imported) before any cluster is reached, so a second
-client or a damaged file is refused at once (exit 2); a full disk ends the run with exit 2,
-the finished results that could not be stored held in a side file for the next run.
+checked, results a failed write held back imported) before any cluster is reached, so a
+second client or a damaged file is refused at once (exit 2); a write that fails at any moment
+(a full disk, an unwritable write-ahead log: StoreWriteFailed) ends the run with one line and
+exit 2, the finished results that could not be stored held in a side file for the next run.
 
 A cluster that cannot go on ends the run with one line and every finished job kept
-(`ClusterLost`): no worker for `no_workers_timeout` seconds (the progress line says it is
-waiting meanwhile), or the scheduler lost (Dask's own logs are silenced for that case).
+(`ClusterLost`, harness.execution.cluster): no worker for `no_workers_timeout` seconds (the
+progress line says it is waiting meanwhile), the scheduler lost (found within a second of its
+connection closing, at any point of the run; Dask's own logs are silenced for that case), a
+local cluster that does not start, or whose workers keep dying (replaced a bounded number of
+times meanwhile, each replacement said in a note).
 The exit status of `sweep` is `Outcome.exit_code`: 0 every job of the sweep stored ok,
-1 some stored with another status (failed, error, timeout, ...), 2 bad input (harness.cli),
-3 the cluster could not finish (no workers, scheduler lost), 130 interrupted.
+1 some stored with another status (failed, error, timeout, ...), 2 bad input (harness.cli)
+or a store that cannot be written, 3 the cluster could not finish (no workers, the scheduler
+lost, the local cluster not started or its workers dying), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.core.errors import InputError
+from harness.execution.cluster import ClusterLost
 from harness.execution.provenance import environment_facts
 from harness.execution.split import PART_KEY_PREFIX, part_result, part_spec, run_part
-from harness.execution.store import ResultStore, StoreFull, held_records, store_file
+from harness.execution.store import ResultStore, StoreWriteFailed, held_records, store_file
 from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress import Progress, duration
@@ -46,11 +52,6 @@ from harness.sweep.tune_exact import record_references
 KEY_PREFIX = "gpc-job-"
 EXIT_OK, EXIT_NOT_OK, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 3, 130
 LOST_REASONS = ("scheduler-connection-lost", "scheduler-restart")   # of a cancelled future
-
-
-class ClusterLost(Exception):
-    """The cluster cannot finish the sweep (no worker for too long, or the scheduler is
-    gone); the message says which and what to do."""
 
 
 @dataclass
@@ -97,7 +98,7 @@ def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list
 
 
 def stored_job_ids(store_path: Path, rerun_failed: bool = False) -> set[str] | None:
-    """The job ids a store holds (status ok only, if rerun_failed), with those a full disk
+    """The job ids a store holds (status ok only, if rerun_failed), with those a failed write
     held back for the next run to import, read-only; None if there is no store there yet.
     Nothing is created or modified; a damaged store is refused."""
     path = store_file(store_path)    # a dangling symlink, a FIFO, a folder: StoreDamaged
@@ -190,12 +191,21 @@ def record_metadata(store: ResultStore, sweep: Sweep, client_facts: dict[str, An
 
 
 def worker_facts(client) -> dict[str, Any]:
-    """Environment facts of every current worker; fails clearly if workers lack the harness."""
-    if not client.scheduler_info().get("workers"):
+    """Environment facts of every current worker; fails clearly if workers lack the harness
+    (ClusterLost if the scheduler went away meanwhile)."""
+    from harness.execution.cluster import ask, lost_or, scheduler_identity
+
+    if not scheduler_identity(client, -1).get("workers"):
         return {}
     try:
-        return client.run(environment_facts)
+        return ask(client, lambda: client.run(environment_facts, asynchronous=True),
+                   timeout=120)
+    except ClusterLost:
+        raise
     except Exception as exc:  # noqa: BLE001 - whatever the workers raised, say what to do
+        lost = lost_or(client, exc)
+        if isinstance(lost, ClusterLost):
+            raise lost from None
         raise InputError("workers", f"cannot run the harness ({type(exc).__name__}: {exc})",
                          "install the same gpc-harness on every worker "
                          "(pip install gpc-harness, or an image that has it)") from None
@@ -228,16 +238,37 @@ def stored_parts(store: ResultStore, job: Job, rerun_failed: bool) -> dict[int, 
             and (r["status"] == "ok" or not rerun_failed)}
 
 
-def arrivals(done, idle: Callable[[], None], poll: float = 0.1) -> Iterator[tuple[Any, Any]]:
-    """(future, result) pairs of a distributed.as_completed as they finish; `idle()` is called
-    (about every `poll` seconds) while none is ready, and may raise to stop waiting."""
+def arrivals(client, done, idle: Callable[[], None], poll: float = 0.1
+             ) -> Iterator[tuple[Any, Any]]:
+    """(future, result) pairs of a distributed.as_completed (with_results=False) as they
+    finish, the results of the finished ones fetched together here (fetch_results: a result
+    lost on its way is NOT_RECEIVED; nothing is fetched in the background, where a failed
+    fetch would leave its future waiting forever); an errored or cancelled future comes
+    with its exception. `idle()` is called (about every `poll` seconds) while none is ready,
+    and may raise to stop waiting."""
+    from harness.execution.cluster import fetch_results
+
     while not done.is_empty():
         if done.has_ready():
-            yield next(done)
+            ready = done.next_batch(block=False)
+            finished = [f for f in ready if f.status == "finished"]
+            results = dict(zip(finished, fetch_results(client, finished), strict=True))
+            for future in ready:
+                yield future, (results[future] if future in results else settled(future))
             continue
         idle()
         with done.thread_condition:
             done.thread_condition.wait(poll)
+
+
+def settled(future) -> BaseException | None:
+    """The exception an errored or cancelled future ended with (known here: no round trip);
+    a cancelled one's says why (its `reason`, e.g. scheduler-connection-lost)."""
+    try:
+        future.result(timeout=60)
+    except BaseException as exc:  # noqa: BLE001 - what it ended with, whatever it is
+        return exc
+    return None
 
 
 def no_workers_message(address: str, local: bool, waited: float) -> str:
@@ -252,19 +283,29 @@ def no_workers_message(address: str, local: bool, waited: float) -> str:
 def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *,
             fn: Callable[[dict], dict] = run_job, progress: Progress | None = None,
             part_fn: Callable[[dict], dict] = run_part, rerun_failed: bool = False,
-            no_workers_timeout: float | None = None, local: bool = False) -> None:
+            no_workers_timeout: float | None = None, local: bool = False,
+            restarts=None) -> None:
     """Submit the jobs (in order, as priorities), store each result as it arrives; on a full
-    disk (StoreFull), hold the finished results not stored and stop (`held_back`).
+    disk or any failed write (StoreWriteFailed), hold the finished results not stored and
+    stop (`held_back`).
 
     A split job (Job.part_budgets) is submitted as one task per part not yet in the store, all
     with the job's priority; each finished part is committed at once (store.add_part), and
     when the job has all its parts, their combination is its record (store.add_record).
     Raises ClusterLost when the cluster has had no worker for `no_workers_timeout` seconds
-    (default NO_WORKERS_TIMEOUT) or the scheduler is lost; every result that arrived is stored.
+    (default NO_WORKERS_TIMEOUT) or the scheduler is lost (WorkerWatch.check, while waiting),
+    or `restarts` (the local cluster's LocalRestarts: dead slots refilled while waiting)
+    gives up; every result that arrived is stored.
     """
     from distributed import as_completed
 
-    from harness.execution.cluster import NO_WORKERS_TIMEOUT, WorkerWatch, quiet_dask_logs
+    from harness.execution.cluster import (
+        NO_WORKERS_TIMEOUT,
+        NOT_RECEIVED,
+        WorkerWatch,
+        quiet_dask_logs,
+        scheduler_gone,
+    )
 
     progress = progress or Progress(len(jobs))
     tasks: dict[str, tuple[Job, dict | None]] = {}   # key -> (job, part spec or None)
@@ -276,6 +317,12 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
     lost = False
 
     def idle() -> None:
+        revived = restarts.revive() if restarts is not None else 0
+        if revived:
+            progress.note(f"note: restarted {revived} of the local cluster's workers whose "
+                          f"nanny gave up (a new worker process died while starting, or did "
+                          f"not come back): round {restarts.rounds} of at most "
+                          f"{restarts.limit}")
         waited = watch.check()
         progress.tick(None if waited is None else
                       f"waiting for workers: none for {duration(waited)} "
@@ -320,15 +367,17 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                 store_record(job, combined_record(job, have[job.job_id]))
         cancelled: set[str] = set()
         unsplit = [f for f in futures if f.key in by_key]
-        # results are gathered in the background as tasks finish (no round trip per task)
-        done = as_completed(futures, with_results=True, raise_errors=False, loop=client.loop)
-        for future, result in arrivals(done, idle):
+        # results are fetched in batches of those finished (one round trip per batch)
+        done = as_completed(futures, loop=client.loop)
+        for future, result in arrivals(client, done, idle):
             job, spec = tasks[future.key]
-            record = (job_record(job, future, result) if spec is None
+            record = (None if result is NOT_RECEIVED else
+                      job_record(job, future, result) if spec is None
                       else part_result(spec, future, result))
-            if record is None:   # cancelled: lost with the scheduler or released; runs next time
+            if record is None:   # cancelled or lost on its way (with the scheduler, or
+                #                  released): runs next time
                 if not lost and (getattr(result, "reason", None) in LOST_REASONS
-                                 or client.status != "running"):
+                                 or scheduler_gone(client)):
                     lost = True
                     quiet_dask_logs()   # closing the client would log tracebacks
                 cancelled.add(job.job_id)
@@ -338,7 +387,7 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
             if spec is not None:   # a part: committed at once; the job once all are here
                 try:
                     store.add_part(job.job_id, spec["part"], record)
-                except StoreFull as full:   # this part runs again next time
+                except StoreWriteFailed as full:   # this part runs again next time
                     raise held_back(store, full, finished_records(unsplit, by_key, handled),
                                     outcome, len(jobs)) from None
                 future.release()
@@ -350,7 +399,7 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
                 record = combined_record(job, parts)
             try:
                 store_record(job, record)
-            except StoreFull as full:
+            except StoreWriteFailed as full:
                 handled.add(future.key)
                 raise held_back(store, full, [record, *finished_records(unsplit, by_key,
                                                                          handled)],
@@ -358,10 +407,18 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
             handled.add(future.key)
             future.release()
         if lost:
-            raise ClusterLost(f"lost the scheduler {address} (stopped, or unreachable from "
-                              f"here); when it runs again, run the same command")
+            raise watch.lost()
     except KeyboardInterrupt:
         outcome.interrupted = True
+        raise
+    except (ClusterLost, InputError):
+        if scheduler_gone(client):
+            quiet_dask_logs()   # its reconnection would log tracebacks
+        raise
+    except Exception:
+        if scheduler_gone(client):   # a call on the client failed: its scheduler went away
+            quiet_dask_logs()
+            raise watch.lost() from None
         raise
     finally:
         outcome.elapsed = time.monotonic() - start
@@ -380,6 +437,9 @@ def job_record(job: Job, future, result) -> dict | None:
 
     if future.status == "finished":
         record = result
+        if isinstance(record, BaseException):
+            return failure_record(job, "error", f"its result could not be received here "
+                                  f"({type(record).__name__}: {record})")
         if not isinstance(record, dict) or record.get("job_id") != job.job_id:
             return failure_record(job, "error", "the worker returned a wrong record")
         if "problem" not in record:   # a job that could not start on the worker
@@ -415,19 +475,21 @@ def finished_records(futures, by_key: dict[str, Job], handled: set[str]) -> list
     return records
 
 
-def held_back(store: ResultStore, full: StoreFull, records: list[dict], outcome: Outcome,
-              n_jobs: int) -> StoreFull:
-    """The one-line error of a full disk, once the finished records that could not be
-    stored are held in a side file (`ResultStore.hold`) for the next run to import."""
+def held_back(store: ResultStore, full: StoreWriteFailed, records: list[dict],
+              outcome: Outcome, n_jobs: int) -> StoreWriteFailed:
+    """The one-line error of a failed write (a full disk, a disk that refuses writes), once
+    the finished records that could not be stored are held in a side file
+    (`ResultStore.hold`) for the next run to import."""
     held = store.hold(records)
     kept = (f"the {len(records)} finished but not stored are held in {held}" if held else
             f"the {len(records)} finished but not stored could not be held anywhere (no "
             f"space for a side file either) and will run again")
     left = n_jobs - outcome.stored - (len(records) if held else 0)
-    return StoreFull(store.path, f"{full.problem}; {outcome.stored} results "
-                     f"stored in this run, {kept}",
-                     f"free some space and run the same command again: it imports the held "
-                     f"results first and runs the {left} jobs left")
+    return StoreWriteFailed(store.path, f"{full.problem}; {outcome.stored} results "
+                            f"stored in this run, {kept}",
+                            f"{full.remedy} and run the same command again: it imports the "
+                            f"held results first and runs the {left} jobs left",
+                            remedy=full.remedy)
 
 
 @contextmanager
@@ -445,14 +507,14 @@ def interrupt_note(outcome: Outcome, err: TextIO) -> Iterator[None]:
 
 
 def opening_notes(db: ResultStore, out: TextIO) -> None:
-    """Import what a full disk held back last time; say so, and whose writer lock was taken
+    """Import what a failed write held back last time; say so, and whose writer lock was taken
     over (a client that died)."""
     note = db.lock.took_over() if db.lock else None
     if note:
         print(note, file=out)
     imported, files = db.import_held()
     if files:
-        print(f"imported {imported} results held back by a full disk from "
+        print(f"imported {imported} results held back by a failed write from "
               f"{', '.join(map(str, files))}", file=out)
 
 
@@ -506,8 +568,10 @@ def run_sweep(
         def connected():
             nonlocal conn
             if conn is None:
-                conn = stack.enter_context(connect(scheduler, workers, tls, allowed_failures,
-                                                   client=client, worker_ttl=sweep.worker_ttl))
+                conn = stack.enter_context(connect(
+                    scheduler, workers, tls, allowed_failures, client=client,
+                    worker_ttl=sweep.worker_ttl, note=lambda line: print(line, file=err,
+                                                                          flush=True)))
             return conn
 
         db = stack.enter_context(ResultStore(store_path))   # one writer; sound; refused early
@@ -527,20 +591,12 @@ def run_sweep(
         record_metadata(db, sweep, environment_facts(), jobs)
         record_references(db, sweep, out)
         if todo:
-            conn = connected()
-            print(f"cluster: {conn.description}; {cluster_health(conn.client)}", file=out)
-            if conn.dashboard:
-                print(f"dashboard: {conn.dashboard}", file=out)
-            out.flush()
-            db.set_metadata("cluster", conn.description)
-            workers_seen = db.metadata().get("workers") or {}
-            workers_seen.update(worker_facts(conn.client))
-            db.set_metadata("workers", workers_seen)
             try:
-                execute(conn.client, todo, db, outcome, fn=fn, progress=Progress(len(todo), err),
-                        no_workers_timeout=(sweep.no_workers_timeout if no_workers_timeout is None
-                                            else no_workers_timeout), local=conn.local,
-                        rerun_failed=rerun_failed)
+                run_on_cluster(connected(), todo, db, outcome, out, err, fn=fn,
+                               no_workers_timeout=(sweep.no_workers_timeout
+                                                   if no_workers_timeout is None
+                                                   else no_workers_timeout),
+                               rerun_failed=rerun_failed)
             except ClusterLost as exc:
                 outcome.lost = str(exc)
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
@@ -564,6 +620,22 @@ def run_sweep(
               + (f"the {done} done are stored)" if done else "none was done)"), file=err,
               flush=True)
     return outcome
+
+
+def run_on_cluster(conn, todo: Sequence[Job], db: ResultStore, outcome: Outcome, out: TextIO,
+                   err: TextIO, **options: Any) -> None:
+    """Say which cluster runs the jobs, store its workers' environment, then `execute`
+    (options: its keyword arguments). ClusterLost if the cluster is lost at any point."""
+    print(f"cluster: {conn.description}; {cluster_health(conn.client)}", file=out)
+    if conn.dashboard:
+        print(f"dashboard: {conn.dashboard}", file=out)
+    out.flush()
+    db.set_metadata("cluster", conn.description)
+    workers_seen = db.metadata().get("workers") or {}
+    workers_seen.update(worker_facts(conn.client))
+    db.set_metadata("workers", workers_seen)
+    execute(conn.client, todo, db, outcome, progress=Progress(len(todo), err), local=conn.local,
+            restarts=conn.restarts, **options)
 
 
 def cluster_health(client) -> str:

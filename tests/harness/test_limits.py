@@ -3,6 +3,7 @@ whatever the method does, set-up counts, and a cached set-up does not change a j
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 # return (catastrophic backtracking in the regex engine): no check_deadline() can run in it.
 PLUGIN = '''\
 import re
+import threading
 import time
 
 import numpy as np
@@ -61,7 +63,17 @@ class Misbehaving(Method):
         if self.stage == "allocate":
             block = np.ones(int(self.mb * 2**20) // 8)
             return Estimate(-float(block[0]))
+        if self.stage.startswith("thread-"):   # the thread's fate is not the method's
+            thread = threading.Thread(target=self.work, name="helper")
+            thread.start()
+            thread.join()
         return Estimate(-1.0)
+
+    def work(self):
+        if self.stage == "thread-allocate":
+            np.ones(int(self.mb * 2**20) // 8).sum()
+        if self.stage == "thread-raise":
+            raise ValueError("a planted bug")
 '''
 
 
@@ -171,6 +183,52 @@ def test_an_allocation_past_the_memory_limit_fails_with_the_numbers(misbehaving,
     small = run(fresh_problem(6), misbehaving(stage="allocate", mb=20), limits)
     assert small["status"] == "ok" and small["log_marginal_likelihood"] == -1.0
     assert run(fresh_problem(6), misbehaving(stage="allocate", mb=500))["status"] == "ok"
+
+
+@pytest.mark.parametrize("time_limit", [None, 60.0], ids=["in-process", "child"])
+def test_a_memory_error_in_a_thread_of_the_method_fails_the_job(misbehaving, time_limit,
+                                                                 capfd):
+    """The method returns a log Z while the thread it started ran out of memory: the job is
+    failed, with the numbers and the thread's name, and no traceback is printed."""
+    limits = Limits(time_limit, 2**28)
+    record = run(fresh_problem(7), misbehaving(stage="thread-allocate", mb=500), limits)
+    assert record["status"] == "failed", record
+    assert record["reason"].startswith("memory: asked for 524 MB"), record["reason"]
+    assert record["reason"].endswith("(in thread 'helper')")
+    assert record["log_marginal_likelihood"] is None
+    assert "Traceback" not in capfd.readouterr().err
+    small = run(fresh_problem(7), misbehaving(stage="thread-allocate", mb=20), limits)
+    assert small["status"] == "ok" and small["log_marginal_likelihood"] == -1.0
+
+
+def test_any_exception_in_a_thread_of_the_method_is_an_error(misbehaving, capfd):
+    record = run(fresh_problem(8), misbehaving(stage="thread-raise"))
+    assert record["status"] == "error"
+    assert record["reason"].startswith("ValueError: a planted bug (misbehaving.py:"), record
+    assert record["reason"].endswith("in work) (in thread 'helper')")
+    assert "Traceback" not in capfd.readouterr().err
+    # a thread that was there before the job is not the job's: it goes to the hook there was,
+    # which is back once the block ends
+    from harness.execution.timed import thread_errors
+
+    ready, go, seen = threading.Event(), threading.Event(), []
+
+    def old():
+        ready.set()
+        go.wait()
+        raise KeyError("not the job's")
+    previous, threading.excepthook = threading.excepthook, seen.append
+    try:
+        thread = threading.Thread(target=old)
+        thread.start()
+        ready.wait()
+        with thread_errors(grace=0) as caught:
+            go.set()
+            thread.join()
+        assert threading.excepthook == seen.append
+    finally:
+        threading.excepthook = previous
+    assert caught == [] and [type(a.exc_value) for a in seen] == [KeyError]
 
 
 def test_a_limited_job_gives_the_same_record_as_an_unlimited_one():

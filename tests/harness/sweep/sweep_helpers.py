@@ -4,7 +4,8 @@ Everything listens on 127.0.0.1; every process is started in its own session and
 its group at teardown. Waits poll for a condition with generous timeouts (the CI machine may
 be small and loaded); nothing sleeps a fixed time. Safety nets against leaks if the test
 process itself dies: workers exit after --death-timeout without a scheduler and the scheduler
-after --idle-timeout without work.
+after --idle-timeout without work. `slow_sweep` writes a sweep of jobs that sleep (no CPU: their
+length does not depend on the machine's load), for the fault tests.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -216,3 +218,106 @@ def make_certificates(root: Path, ips: tuple[str, ...] = ("127.0.0.1",)) -> dict
     ):
         subprocess.run([openssl, *args], check=True, capture_output=True, timeout=60)
     return {"ca": ca, "cert": cert, "key": key}
+
+
+# ---- a sweep of jobs that sleep (fault tests) ------------------------------------------------
+SLOW = '''\
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from harness.model.result import Estimate
+from harness.model.method import Method
+
+
+class Slow(Method):
+    """Sleeps budget / 10 s, then answers a log Z from its stream (fault tests)."""
+
+    name = "slow"
+    summary = "sleeps budget / 10 s, then answers (fault tests)"
+    budget_unit = "tenths of a second"
+
+    def __init__(self, fail_budget: int = 0):
+        self.fail_budget = fail_budget
+
+    def _estimate(self, problem, budget, rng):
+        marks = os.environ.get("GPC_TEST_MARKS")
+        if marks:
+            Path(marks, f"{os.getpid()}-{rng.integers(1 << 40)}").touch()
+        time.sleep(budget / 10)
+        if budget == self.fail_budget:
+            raise ValueError("a planted failure")
+        return Estimate(-1.0 - float(rng.random()), np.full(problem.n_test, 0.5))
+'''
+
+
+def slow_sweep(tmp_path: Path, budgets: str, replicates: int, extra: str = "",
+               settings: str = "") -> Path:
+    """A sweep file of Slow jobs on onefactor:n=5 (budgets: a TOML list; extra: top-level
+    keys; settings: the method's)."""
+    (tmp_path / "slow.py").write_text(SLOW)
+    path = tmp_path / "faults.toml"
+    path.write_text(f'name = "faults"\nseed = 1\nreplicates = {replicates}\n{extra}\n'
+                    f'problems = ["onefactor:n=5"]\n'
+                    f'[methods."slow.py:Slow"]\nbudgets = {budgets}\n{settings}\n')
+    return path
+
+
+def job_log(store: Path) -> Counter:
+    """How many times each job was stored (the store's job_log)."""
+    from harness.execution.store import ResultStore
+
+    with ResultStore(store) as db:
+        return Counter(e["job_id"] for e in db.job_log())
+
+
+def statuses(store: Path) -> Counter:
+    from harness.execution.store import ResultStore
+
+    with ResultStore(store) as db:
+        return Counter(r["status"] for r in db.records())
+
+
+def error_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("error:")]
+
+
+# ---- the local cluster's worker processes (fault tests) -------------------------------------
+# A Dask worker preload: the worker process that runs it while starting kills itself (SIGKILL)
+# when GPC_TEST_KILL_STARTS is "all", or only the first one ("first": the mark file
+# GPC_TEST_KILL_MARK decides).
+KILLER = '''\
+import os
+import signal
+
+
+def dask_setup(worker):
+    if os.environ.get("GPC_TEST_KILL_STARTS") == "first":
+        try:
+            os.close(os.open(os.environ["GPC_TEST_KILL_MARK"], os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+    os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def local_workers(pid: int | None = None) -> list:
+    """The worker processes of a local cluster started by process `pid` (default: this one),
+    as psutil.Process objects: its multiprocessing children."""
+    import psutil
+
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    found = []
+    for child in children:
+        try:
+            line = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if "spawn_main" in line or "forkserver" in line:
+            found.append(child)
+    return found

@@ -8,73 +8,25 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
-from collections import Counter
-from pathlib import Path
 
 import pytest
-from sweep_helpers import DaskProcesses, stored_jobs, wait_for
+from sweep_helpers import (
+    DaskProcesses,
+    error_lines,
+    job_log,
+    slow_sweep,
+    statuses,
+    stored_jobs,
+    wait_for,
+)
 
 from harness.cli.main import main
 from harness.core.errors import InputError
 from harness.execution.store import ResultStore
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep, parse_sweep
-
-SLOW = '''\
-import os
-import time
-from pathlib import Path
-
-import numpy as np
-
-from harness.model.result import Estimate
-from harness.model.method import Method
-
-
-class Slow(Method):
-    """Sleeps budget / 10 s, then answers a log Z from its stream (fault tests)."""
-
-    name = "slow"
-    summary = "sleeps budget / 10 s, then answers (fault tests)"
-    budget_unit = "tenths of a second"
-
-    def __init__(self, fail_budget: int = 0):
-        self.fail_budget = fail_budget
-
-    def _estimate(self, problem, budget, rng):
-        marks = os.environ.get("GPC_TEST_MARKS")
-        if marks:
-            Path(marks, f"{os.getpid()}-{rng.integers(1 << 40)}").touch()
-        time.sleep(budget / 10)
-        if budget == self.fail_budget:
-            raise ValueError("a planted failure")
-        return Estimate(-1.0 - float(rng.random()), np.full(problem.n_test, 0.5))
-'''
-
-
-def slow_sweep(tmp_path: Path, budgets: str, replicates: int, extra: str = "",
-               settings: str = "") -> Path:
-    (tmp_path / "slow.py").write_text(SLOW)
-    path = tmp_path / "faults.toml"
-    path.write_text(f'name = "faults"\nseed = 1\nreplicates = {replicates}\n{extra}\n'
-                    f'problems = ["onefactor:n=5"]\n'
-                    f'[methods."slow.py:Slow"]\nbudgets = {budgets}\n{settings}\n')
-    return path
-
-
-def job_log(store: Path) -> Counter:
-    with ResultStore(store) as db:
-        return Counter(e["job_id"] for e in db.job_log())
-
-
-def statuses(store: Path) -> Counter:
-    with ResultStore(store) as db:
-        return Counter(r["status"] for r in db.records())
-
-
-def error_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("error:")]
 
 
 @pytest.fixture
@@ -251,26 +203,112 @@ def test_exit_status_when_jobs_fail_and_the_planned_count(dask_cluster, tmp_path
     assert f"{n} done, 0 to run" in capsys.readouterr().out
 
 
-def test_a_lost_scheduler_is_one_line(tmp_path, sweep_process):
+def _once_at(n: int, real, hit, is_async: bool = False):
+    """`real`, wrapped so that its n-th call first calls hit()."""
+    calls = []
+
+    def before():
+        calls.append(1)
+        if len(calls) == n:
+            hit()
+    if is_async:
+        async def wrapped(*args, **kwargs):
+            before()
+            return await real(*args, **kwargs)
+        return wrapped
+
+    def wrapped(*args, **kwargs):
+        before()
+        return real(*args, **kwargs)
+    return wrapped
+
+
+@pytest.mark.parametrize("point", ["before-the-workers-are-asked", "while-a-result-is-fetched",
+                                   "between-results"])
+def test_a_scheduler_killed_at_any_point_is_one_line_and_exit_3(tmp_path, monkeypatch, capfd,
+                                                               point):
+    """A real `dask scheduler` SIGKILLed at a chosen point of the sweep (the sweep runs in this
+    process): detected within seconds wherever it lands, one line, exit 3, nothing stored
+    twice. Before: a CommClosedError traceback and exit 2 when it died before the workers
+    were asked; a CommClosedError traceback, then "no workers" after no_workers_timeout,
+    when it died with a result on its way (the scheduler is stopped as it is asked for the
+    result, then killed)."""
+    from distributed import Client
+
+    from harness.sweep import driver
+
+    cluster = DaskProcesses(tmp_path / "dask", n_workers=1).start()
+    killed = []
+
+    def kill():
+        os.killpg(cluster.scheduler.pid, signal.SIGKILL)
+        cluster.scheduler.wait(30)
+        killed.append(time.monotonic())
+
+    def freeze_then_kill():   # the request is sent; the answer never comes: the comm closes
+        os.kill(cluster.scheduler.pid, signal.SIGSTOP)
+        threading.Timer(0.5, kill).start()
+
+    try:
+        sweep_file = slow_sweep(tmp_path, "[1]", 8, extra="no_workers_timeout = 20")
+        store = tmp_path / "s.sqlite"
+        address = cluster.address
+        if point == "before-the-workers-are-asked":
+            monkeypatch.setattr(driver, "worker_facts", _once_at(1, driver.worker_facts, kill))
+        elif point == "while-a-result-is-fetched":
+            monkeypatch.setattr(Client, "_gather_remote",
+                                _once_at(2, Client._gather_remote, freeze_then_kill, True))
+        else:
+            monkeypatch.setattr(driver, "job_record", _once_at(2, driver.job_record, kill))
+        rc = main(["sweep", str(sweep_file), "--scheduler", address, "--store", str(store),
+                   "--no-report"])
+        ended = time.monotonic()
+        err = capfd.readouterr().err
+        assert killed, "the sweep ended before the kill"
+        assert rc == 3, err
+        assert ended - killed[0] < 15, ended - killed[0]
+        assert "Traceback" not in err and " - ERROR - " not in err, err
+        kept = stored_jobs(store)
+        assert error_lines(err) == [err.rstrip().splitlines()[-1]] == [
+            f"error: lost the scheduler {address} (stopped, or unreachable from here); "
+            f"when it runs again, run the same command to finish the other {8 - kept} jobs ("
+            + (f"the {kept} done are stored)" if kept else "none was done)")]
+        assert set(job_log(store).values()) <= {1}
+    finally:
+        cluster.close()
+
+
+@pytest.mark.slow   # ~12 s of silence after a cluster's start
+def test_a_frozen_scheduler_is_lost_after_the_comm_timeout(tmp_path, sweep_process):
+    """A scheduler stopped with SIGSTOP keeps its connections open (the kernel answers for
+    it): the sweep gives up once it has not answered for distributed.comm.timeouts.tcp
+    (here 12 s) instead of waiting forever."""
     cluster = DaskProcesses(tmp_path / "dask", n_workers=1).start()
     try:
         sweep_file = slow_sweep(tmp_path, "[1, 2]", 6)
         store = tmp_path / "s.sqlite"
-        client = sweep_process(str(sweep_file), "--scheduler", cluster.address, "--store",
-                               str(store), "--no-report")
+        os.environ["DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP"] = "12s"   # Dask's floor: 11 s
+        try:
+            client = sweep_process(str(sweep_file), "--scheduler", cluster.address, "--store",
+                                   str(store), "--no-report")
+        finally:
+            del os.environ["DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP"]
         wait_for(lambda: stored_jobs(store) >= 2 or client.poll() is not None, 120,
                  "the first results")
-        os.killpg(cluster.scheduler.pid, signal.SIGKILL)
+        os.kill(cluster.scheduler.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
         assert client.wait(60) == 3
+        assert time.monotonic() - stopped < 40
         log = (tmp_path / "sweep.log").read_text()
         assert "Traceback" not in log and " - ERROR - " not in log, log
         kept = stored_jobs(store)
         assert log.rstrip().splitlines()[-1] == (
-            f"error: lost the scheduler {cluster.address} (stopped, or unreachable from here); "
-            f"when it runs again, run the same command to finish the other {12 - kept} jobs "
-            f"(the {kept} done are stored)")
-        assert set(job_log(store).values()) == {1}
+            f"error: lost the scheduler {cluster.address} (no answer for 12 s, "
+            f"distributed.comm.timeouts.tcp: frozen, or unreachable from here); when it runs "
+            f"again, run the same command to finish the other {12 - kept} jobs (the {kept} "
+            f"done are stored)")
     finally:
+        os.kill(cluster.scheduler.pid, signal.SIGKILL)
         cluster.close()
 
 

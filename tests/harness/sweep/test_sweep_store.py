@@ -94,7 +94,7 @@ def test_a_full_disk_ends_the_sweep_and_a_rerun_completes_without_recomputing(
     # space again: the held results are imported first, only the rest runs
     assert main(run) == 0
     out = capsys.readouterr().out
-    assert f"imported {len(held_records)} results held back by a full disk" in out, out
+    assert f"imported {len(held_records)} results held back by a failed write" in out, out
     assert f"{done} done, {total - done} to run" in out, out
     assert not held.exists()
     with ResultStore(store, read_only=True) as db:
