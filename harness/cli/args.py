@@ -139,13 +139,13 @@ def out_folder(out: str, command: str, writes: str) -> Path:
 
 def out_file(out: str, suffixes: tuple[str, ...], name: str) -> Path:
     """--out of a command that writes one file (export; reference of one problem): that file
-    when it ends in one of `suffixes`, else a folder that receives `name` (a file name of
-    another kind is refused in one line)."""
+    when it ends in one of `suffixes`, else a folder that receives `name` (a name with another
+    suffix, x.xlsx, is refused in one line unless it is an existing folder)."""
     path = Path(out)
     suffix = path.suffix.lower()
     if suffix in suffixes:
         return path
-    if suffix in FILE_SUFFIXES:
+    if suffix in FILE_SUFFIXES or (suffix and not path.is_dir()):
         raise InputError("--out", f"unknown format {path.suffix!r}",
                          f"give a file name ending in {' or '.join(suffixes)}, or a folder")
     return path / name
