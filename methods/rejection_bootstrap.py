@@ -267,7 +267,14 @@ class RejectionBootstrap(SplitsEstimates, Method):
                             log_marginal_likelihood_se=float(np.sqrt(np.sum(w**2 * var))),
                             diagnostics={**diagnostics,
                                          "se_method": "binomial approximation A.44"})
+        return self._from_populations(problem, pops, total, test, diagnostics)
+
+    def _from_populations(self, problem: Problem, pops: list[list[dict]], total: float,
+                          test: np.ndarray, diagnostics: dict) -> Estimate:
+        """The Estimate of K >= 2 populations (log Ẑ = total, J* = test): standard errors
+        and diagnostics from their spread, the status from harness.model.reliability."""
         sizes, log_z_k, test_k = _populations(pops, problem.n_test)
+        budget = int(sizes.sum())
         err = batch_error(log_z_k, sizes)
         share = np.exp(log_z_k + np.log(sizes / budget) - total)
         test_k[np.isneginf(log_z_k)] = test   # a dead population has no J*_k (and no share)

@@ -156,7 +156,8 @@ def spread_randomisations(diagnostics: Mapping, budget: int) -> list[str]:
         return []
     return [f"randomisations spread: the log Ẑ of {k} independent randomisations have sd "
             f"{sd:.3g} nats > {LOG_Z_SD_MAX:g}, so Ẑ rests on the few largest and the standard "
-            "errors do not cover the error"]
+            "errors do not cover the error (more points per randomisation: a larger budget or "
+            "fewer randomisations)"]
 
 
 def degenerate_paths(diagnostics: Mapping, budget: int) -> list[str]:

@@ -49,7 +49,8 @@ def test_randomisations_spread_wider_than_log_z_sd_max():
     d = {**HEALTHY, "log_z_randomisation_sd": 5.12}
     assert rel.spread_randomisations(d, 10_000) == [
         "randomisations spread: the log Ẑ of 10 independent randomisations have sd 5.12 nats "
-        "> 1, so Ẑ rests on the few largest and the standard errors do not cover the error"]
+        "> 1, so Ẑ rests on the few largest and the standard errors do not cover the error "
+        "(more points per randomisation: a larger budget or fewer randomisations)"]
     assert rel.spread_randomisations({**d, "log_z_randomisation_sd": rel.LOG_Z_SD_MAX},
                                      10_000) == []
     assert rel.spread_randomisations({**d, "log_z_randomisation_sd": None}, 10_000) == []
