@@ -13,16 +13,32 @@ accepted fraction (hard), from the final population, with no resampling.
 Ẑ is a particle-filter estimate of Z: with the hard count it is exactly unbiased (each accepted
 particle has M / #accepted expected offspring); the soft count replaces each count by its
 conditional expectation given the particles, which keeps the bias of Ẑ of order 1/M and lowers
-the variance. Large budgets are split into memory-bounded chunks, independent runs that are
-recombined exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c. A part of
-a split estimate (SplitsEstimates.split_budget, issue 15) is the list of its chunks' results; parts
-combine as the chunks of one estimate do.
-log Ẑ has bias ≈ -(1/2M) Σ (1 - P_i)/P_i and variance ≈ (1/M) Σ (1 - P_i)/P_i (A.43–44) for
-the hard count; the reported standard error is this binomial approximation for both counts.
-Measured over 30 seeds (M = 5000): for the hard count it is within a factor 1.5 of the actual
-spread (it ignores the correlation that resampling adds between steps); for the soft count it
-overstates the spread about twice (conservative). The soft count's own per-step spread of
-Φ(c_i/L_ii) would understate it five-fold: resampling noise, not counting noise, dominates.
+the variance.
+
+Populations (issue 21). The budget is split into K = `populations` (default 10) independent
+runs of near-equal size M_k, each in memory-bounded chunks (again independent runs). All of
+them recombine exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c. With
+K >= 2 the standard errors come from the spread of the populations, as for SOV's
+randomisations: log Ẑ by qmc.batch_error (max of the delta method and sd(log Ẑ_k) /
+sqrt(K_eff)), the test probabilities by the linearised ratio (qmc.ratio_standard_error). A
+part of a split estimate (SplitsEstimates.split_budget, issue 15) is K whole populations;
+parts pool their populations.
+With K = 1 the standard error is the binomial approximation A.44, var(log Ẑ) ≈ (1/M) Σ (1 -
+P_i)/P_i (bias ≈ -(1/2M) Σ (1 - P_i)/P_i, A.43), and there are no test SEs. It ignores path
+degeneracy: on markov1d (N = 500, neighbour correlation 0.9, 10^4 particles) the final
+particles descended from 1-2 first-variable ancestors and log Ẑ was -5.5 ... +0.5 nats off
+with an SE of 0.25 (z down to -40), stored ok; at N = 2,000, 35-80 nats low with SE 0.5.
+Ten populations spread their log Ẑ_k over sd 1.2-43 nats on markov1d (N = 500, correlation
+0.9 and 0.99, 10^3 and 10^4 particles, both counts), and such a run is `unreliable`
+(harness.model.reliability.spread_randomisations: sd > 1 nat); at N = 2,000 they were 71-113
+nats low, all flagged. On the quick sweep's problems at 10^4 particles the spread is 0.2-0.9
+nats and no log Z was 3 SEs off (100 runs); the hard count's test SEs there understate the
+error about 1.3-fold (worst of 20-100 points 3.3-5.5 SEs off in 13 of 50 runs, not caught).
+The price: each population has M / K particles, and smaller filters are worse. At 10^3
+particles (100 a population) sd(log Ẑ_k) is 0.3-3.4 nats on the easy problems and most runs
+are flagged; RMSE of log Ẑ on the quick sweep's problems at 10^3 rose up to 2-fold against one
+population, at 10^4 it was about the same, and the test-probability MAE rose up to 3.5-fold
+(linear1d-p2, soft count, 10^4: 0.0007 -> 0.0025). `populations=1` gives the numbers of before.
 """
 
 from __future__ import annotations
@@ -33,12 +49,18 @@ import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
 
 from harness.core.partdata import plain
+from harness.core.qmc import batch_error, ratio_standard_error, split_budget
 from harness.core.rowops import warm_up
 from harness.core.sequential import CholeskyWalk, Resample, sampling
 from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
 from harness.model.problem import Problem
+from harness.model.reliability import (
+    degenerate_weights,
+    spread_randomisations,
+    unreliable_reason,
+)
 from harness.model.result import Estimate
 from harness.model.splitting import SplitsEstimates, split_evenly
 
@@ -102,6 +124,30 @@ class _BootstrapStep:
         return eps, Resample(src=src, dst=rej)
 
 
+def _pooled(runs: list[_Chunk], budget: int, n_test: int):
+    """(log Ẑ, each run's share of Ẑ, J*) of independent runs with `budget` particles in all:
+    Ẑ = Σ_c (M_c / M) Ẑ_c (runs missing from `runs` died: Ẑ_c = 0), J* = Σ_c share_c J*_c."""
+    M = np.array([r.particles for r in runs])
+    log_mass = np.array([r.log_z for r in runs]) + np.log(M / budget)
+    total = float(logsumexp(log_mass))
+    w = np.exp(log_mass - total)
+    test = np.clip(w @ np.array([r.test for r in runs]), 0.0, 1.0) if n_test else np.empty(0)
+    return total, w, test
+
+
+def _populations(pops: list[list[dict]], n_test: int):
+    """Sizes, log Ẑ_k (-inf for a population whose every chunk died) and J*_k (rows; zeros
+    for a dead one) of each population, each pooled over its chunks (_pooled)."""
+    sizes = np.array([sum(c["particles"] for c in q) for q in pops], dtype=float)
+    log_z = np.full(len(pops), -np.inf)
+    test = np.zeros((len(pops), n_test))
+    for k, q in enumerate(pops):
+        runs = [_Chunk.from_json(c) for c in q if "dead_variable" not in c]
+        if runs:
+            log_z[k], _, test[k] = _pooled(runs, int(sizes[k]), n_test)
+    return sizes, log_z, test
+
+
 class RejectionBootstrap(SplitsEstimates, Method):
     """Rejection–bootstrap sampler with hard or soft counts (Atiya et al., docs/math.md §5)."""
 
@@ -110,13 +156,18 @@ class RejectionBootstrap(SplitsEstimates, Method):
     budget_unit = "particles"
     constraints = {
         "count": OneOf(*COUNTS),
+        "populations": Integer(minimum=1, says="must be an integer >= 1",
+                               fix="use >= 2 for a standard error from the populations' "
+                                   "spread; 10 is usual"),
         "block_size": Integer(minimum=0, says="must be an integer >= 0 (0 chooses "
                                               "automatically)"),
         "chunk_mb": Number(low=0, low_open=True),
     }
 
-    def __init__(self, count: str = "soft", block_size: int = 0, chunk_mb: float = 512.0):
+    def __init__(self, count: str = "soft", populations: int = 10, block_size: int = 0,
+                 chunk_mb: float = 512.0):
         self.count = count
+        self.populations = populations
         self.block_size = block_size
         self.chunk_mb = chunk_mb
 
@@ -137,10 +188,11 @@ class RejectionBootstrap(SplitsEstimates, Method):
         return [base + (c < extra) for c in range(n_chunks)]
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
-        """Dense R, L and test rows; one chunk's history, its spare copy for the resampling
-        gathers and the block products' working copy (24 bytes per particle and variable;
-        measured with tracemalloc at N = 2000: 21.6) and the test block."""
-        n = self.chunk_sizes(budget, n_train, n_test)[0]
+        """Dense R, L and test rows; one chunk (of the largest population)'s history, its
+        spare copy for the resampling gathers and the block products' working copy (24 bytes
+        per particle and variable; measured with tracemalloc at N = 2000: 21.6) and the test
+        block."""
+        n = self.chunk_sizes(int(split_budget(budget, self.populations)[0]), n_train, n_test)[0]
         block = max(self.block_size, 128)
         work = {"particles (history, spare)": n * 8 * (3 * n_train + 3 * block)}
         if n_test:
@@ -151,32 +203,42 @@ class RejectionBootstrap(SplitsEstimates, Method):
 
     # ---- one estimate, or one split into parts (SplitsEstimates) ---------------------
     def split_budget(self, budget: int, parts: int) -> list[int]:
-        """Near-equal particle counts, one per part (at most `budget` parts). Each part is
-        this method's estimate at its budget: independent particle-filter runs over its
-        memory chunks, recombined exactly with every other part's (docs/math.md §5). The hard
-        count's Ẑ stays unbiased; the soft count's O(1/M) bias is that of the chunk size M,
-        which can be smaller than in one estimate at the whole budget."""
-        return split_evenly(budget, parts)
+        """A part is `populations` whole populations: each part runs this method's estimate
+        at its budget (independent particle-filter runs, each in memory chunks), and the
+        combination pools the P x K populations of all parts, cut so that they have the same
+        size up to one particle, as one estimate with P x K populations would (docs/math.md
+        §5). The hard count's Ẑ stays unbiased; the soft count's O(1/M) bias is that of the
+        population size M. At most budget // populations parts."""
+        return split_evenly(budget, parts, self.populations)
 
     def _estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
-        """The results of this budget's chunks (independent runs), as plain data."""
+        """The results of this budget's populations (near-equal sizes, qmc.split_budget),
+        each the list of its memory chunks' results (independent runs), as plain data."""
         walk = CholeskyWalk(problem.chol, self.block_size or None)
-        chunks = []
-        with sampling(budget, problem.n_train):   # the progress the walk reports
-            for n in self.chunk_sizes(budget, problem.n_train, problem.n_test):
-                try:
-                    chunks.append(self._run_chunk(walk, problem, n, rng).to_json())
-                except AllRejected as exc:  # this chunk's Ẑ is 0: still in the unbiased mean
-                    chunks.append({"particles": n, "dead_variable": exc.variable})
-        return {"chunks": chunks, "block_size": walk.block_size}
+        populations = []
+        with sampling(budget, problem.n_train):   # the progress every chunk's walk reports
+            for size in split_budget(budget, self.populations):
+                chunks = []
+                for n in self.chunk_sizes(int(size), problem.n_train, problem.n_test):
+                    try:
+                        chunks.append(self._run_chunk(walk, problem, n, rng).to_json())
+                    except AllRejected as exc:  # Ẑ_c = 0: still part of the unbiased mean
+                        chunks.append({"particles": n, "dead_variable": exc.variable})
+                populations.append(chunks)
+        return {"populations": populations, "block_size": walk.block_size}
 
     def _combine_parts(self, problem: Problem, parts: list[dict]) -> Estimate:
-        """Ẑ = Σ_c (M_c / M) Ẑ_c over the chunks of every part (dead chunks: Ẑ_c = 0), test
-        probabilities the Ẑ-share-weighted mean of the chunks' J*_c, and the binomial
-        variance (A.44) of each chunk combined with the squared shares (docs/math.md §5)."""
-        if not all(isinstance(p.get("chunks"), list) and p["chunks"] for p in parts):
-            raise ValueError(f"not {self.name} parts (each holds a list of chunk results)")
-        every = [c for p in parts for c in p["chunks"]]
+        """Ẑ = Σ_c (M_c / M) Ẑ_c over the chunks of every population of every part (dead
+        chunks: Ẑ_c = 0), test probabilities the Ẑ-share-weighted mean of the chunks' J*_c
+        (docs/math.md §5). Standard errors: with K >= 2 populations from their spread
+        (log Ẑ: qmc.batch_error; test probabilities: linearised ratio), with one the
+        binomial variance (A.44) of each chunk combined with the squared shares."""
+        if not all(isinstance(p.get("populations"), list) and p["populations"]
+                   and all(isinstance(q, list) and q for q in p["populations"]) for p in parts):
+            raise ValueError(f"not {self.name} parts (each holds a list of populations, each "
+                             "a list of chunk results)")
+        pops = [q for p in parts for q in p["populations"]]
+        every = [c for q in pops for c in q]
         budget = sum(c["particles"] for c in every)
         runs = [_Chunk.from_json(c) for c in every if "dead_variable" not in c]
         dead = [c["dead_variable"] for c in every if "dead_variable" in c]
@@ -187,30 +249,59 @@ class RejectionBootstrap(SplitsEstimates, Method):
                 "probability is too small for this budget",
                 failed_variable=min(dead), chunks=len(every),
             )
-        M = np.array([r.particles for r in runs])
-        log_z = np.array([r.log_z for r in runs])
-        # Ẑ = Σ_c (M_c / M) Ẑ_c over every chunk (dead chunks contribute Ẑ_c = 0)
-        total = float(logsumexp(log_z + np.log(M / budget)))
-        w = np.exp(log_z + np.log(M / budget) - total)  # each chunk's share of Ẑ
-        test = (np.clip(w @ np.array([r.test for r in runs]), 0.0, 1.0)
-                if problem.n_test else np.empty(0))
-        var = np.array([r.rel_var for r in runs])
+        total, w, test = _pooled(runs, budget, problem.n_test)
         worst = min(runs, key=lambda r: r.min_log_p)
-        return Estimate(
-            total, test,
-            log_marginal_likelihood_se=float(np.sqrt(np.sum(w**2 * var))),
-            diagnostics={
-                "chunks": len(every),
-                "dead_chunks": len(dead),
-                "particles_per_chunk": every[0]["particles"],
-                "block_size": parts[0]["block_size"],
-                "min_log_p_step": worst.min_log_p,
-                "min_p_variable": worst.min_p_variable,
-                "distinct_ancestors": sum(r.ancestors for r in runs),
-                "distinct_final_particles": sum(r.distinct for r in runs),
-                "se_method": "binomial approximation A.44",
-            },
-        )
+        diagnostics = {
+            "chunks": len(every),
+            "dead_chunks": len(dead),
+            "particles_per_chunk": every[0]["particles"],
+            "block_size": parts[0]["block_size"],
+            "min_log_p_step": worst.min_log_p,
+            "min_p_variable": worst.min_p_variable,
+            "distinct_ancestors": sum(r.ancestors for r in runs),
+            "distinct_final_particles": sum(r.distinct for r in runs),
+        }
+        if len(pops) == 1:
+            var = np.array([r.rel_var for r in runs])
+            return Estimate(total, test,
+                            log_marginal_likelihood_se=float(np.sqrt(np.sum(w**2 * var))),
+                            diagnostics={**diagnostics,
+                                         "se_method": "binomial approximation A.44"})
+        return self._from_populations(problem, pops, total, test, diagnostics)
+
+    def _from_populations(self, problem: Problem, pops: list[list[dict]], total: float,
+                          test: np.ndarray, diagnostics: dict) -> Estimate:
+        """The Estimate of K >= 2 populations (log Ẑ = total, J* = test): standard errors
+        and diagnostics from their spread, the status from harness.model.reliability."""
+        sizes, log_z_k, test_k = _populations(pops, problem.n_test)
+        budget = int(sizes.sum())
+        err = batch_error(log_z_k, sizes)
+        share = np.exp(log_z_k + np.log(sizes / budget) - total)
+        test_k[np.isneginf(log_z_k)] = test   # a dead population has no J*_k (and no share)
+        test_se = (ratio_standard_error(share, test_k, test, budget) if problem.n_test
+                   else np.empty(0))
+        diagnostics.update({
+            "randomisations": len(pops),
+            "dead_populations": int(np.sum(np.isneginf(log_z_k))),
+            "se_method": "spread of independent populations (delta method, or log spread / "
+                         "sqrt(effective populations))",
+            "log_z_randomisation_sd": err.log_sd if np.isfinite(err.log_sd) else None,
+            "log_z_delta_se": err.delta_se,
+            "randomisations_effective": err.k_eff,
+            "top_randomisation_share": err.top_share,
+            **({"test_se_mean": float(np.mean(test_se)), "test_se_max": float(np.max(test_se))}
+               if problem.n_test else {}),
+        })
+        reason = unreliable_reason(self.unreliable_reasons(diagnostics, budget))
+        return Estimate(total, test, log_marginal_likelihood_se=err.se, diagnostics=diagnostics,
+                        test_probabilities_se=test_se if problem.n_test else None,
+                        status="unreliable" if reason else "ok", reason=reason)
+
+    def unreliable_reasons(self, diagnostics: dict, budget: int) -> list[str]:
+        """Why the populations' spread cannot be trusted (harness.model.reliability): one
+        population holds Ẑ, or their log Ẑ_k spread more than LOG_Z_SD_MAX."""
+        return degenerate_weights(diagnostics, budget) + spread_randomisations(diagnostics,
+                                                                               budget)
 
     def _run_chunk(self, walk: CholeskyWalk, problem: Problem, n: int, rng) -> _Chunk:
         """One independent run with n particles (raises AllRejected if it dies)."""

@@ -86,10 +86,10 @@ from harness.core.partdata import decode_log, decode_logs, encode_log, encode_lo
 from harness.core.qmc import (
     DEGENERATE_SHARE,
     KINDS,
-    RESOLUTION_RTOL,
     SOBOL_MAX_DIM,
     PointSet,
     batch_error,
+    ratio_standard_error,
     split_budget,
 )
 from harness.core.reorder import REORDERINGS
@@ -247,23 +247,17 @@ def sov_run(sums: SovSums) -> SovRun:
     """The SOV estimate from its sufficient statistics (docs/math.md §6): Ẑ pooled over the
     randomisations (qmc.batch_error), J* = Σ W Φ(c*/s) / Σ W with the same samples, their
     standard errors from the spread of the randomisations (linearised ratio), at least 1 / S
-    where the randomisations' J*_k agree to rounding (the floor of qmc.batch_error)."""
+    where the randomisations' J*_k agree to rounding (qmc.ratio_standard_error)."""
     sizes, lse, num = sums.sizes, sums.log_w, sums.log_wf
-    K, n_test = num.shape
+    n_test = num.shape[1]
     log_z_k = lse - np.log(sizes)
     err = batch_error(log_z_k, sizes)
     total = float(logsumexp(lse))
     test, test_se = np.empty(0), np.empty(0)
     if n_test:
         test = np.clip(np.exp(logsumexp(num, axis=0) - total), 0.0, 1.0)
-        if K > 1:
-            share = np.exp(lse - total)[:, None]
-            J_k = np.exp(num - lse[:, None])
-            test_se = np.sqrt(K / (K - 1) * np.sum(share**2 * (J_k - test) ** 2, axis=0))
-            agree = np.ptp(J_k, axis=0) <= RESOLUTION_RTOL * np.minimum(test, 1.0 - test)
-            test_se[agree] = np.maximum(test_se[agree], 1.0 / float(np.sum(sizes)))
-        else:
-            test_se = np.full(n_test, np.nan)
+        test_se = ratio_standard_error(np.exp(lse - total), np.exp(num - lse[:, None]), test,
+                                       int(np.sum(sizes)))
     return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=err.log_mean, log_z_se=err.se,
                   log_z_delta_se=err.delta_se, k_eff=err.k_eff, top_share=err.top_share,
                   test=test,

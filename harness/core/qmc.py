@@ -195,7 +195,9 @@ class BatchError:
     batches (K when they contribute equally, 1 when one holds everything), so its log is
     uncertain by about the per-batch spread of the logs over sqrt(K_eff):
 
-        se = max(delta_se, log_sd / sqrt(K_eff)),   log_sd = sd of the K per-batch log means.
+        se = max(delta_se, log_sd / sqrt(K_eff)),   log_sd = sd of the K per-batch log means
+    (over the batches whose mean is not 0: a zero mean, e.g. a particle filter whose particles
+    all died, has no log and counts in delta_se only; NaN with fewer than two such batches).
 
     For well-behaved batches log_sd / sqrt(K) ~ delta_se (they differ at second order in the
     relative spread), so this only matters when the weights are degenerate.
@@ -224,6 +226,25 @@ DEGENERATE_SHARE = 0.5   # one batch holding more than this: the estimate rests 
 RESOLUTION_RTOL = 1e-12  # batch estimates closer than this (relative) agree to rounding
 
 
+def ratio_standard_error(share: np.ndarray, values: np.ndarray, pooled: np.ndarray,
+                         points: int) -> np.ndarray:
+    """Standard errors of ratios pooled over K independent batches (linearised ratio).
+
+    pooled = Σ_k share_k values_k, share_k = batch k's part of the denominator (Σ_k share_k =
+    1), values_k = batch k's own ratios (rows of `values`, one column per ratio):
+    se² = K/(K-1) Σ_k share_k² (values_k - pooled)², at least 1 / points where the batches
+    agree to rounding (BatchError's resolution floor). NaN with a single batch.
+    """
+    share = np.asarray(share, float)[:, None]
+    K = len(share)
+    if K < 2:
+        return np.full(np.shape(pooled), np.nan)
+    se = np.sqrt(K / (K - 1) * np.sum(share**2 * (values - pooled) ** 2, axis=0))
+    agree = np.ptp(values, axis=0) <= RESOLUTION_RTOL * np.minimum(pooled, 1.0 - pooled)
+    se[agree] = np.maximum(se[agree], 1.0 / float(points))
+    return se
+
+
 def batch_error(log_values: np.ndarray, sizes) -> BatchError:
     """`BatchError` of K per-batch log means (see its doc for the reported se)."""
     log_values = np.asarray(log_values, float)
@@ -233,8 +254,9 @@ def batch_error(log_values: np.ndarray, sizes) -> BatchError:
     k_eff = float(1.0 / np.sum(p * p))
     if len(log_values) < 2:
         return BatchError(log_mean, delta_se, delta_se, float("nan"), k_eff, float(p.max()))
-    log_sd = float(np.std(log_values, ddof=1))
-    se = max(delta_se, log_sd / np.sqrt(k_eff))
+    live = log_values[np.isfinite(log_values)]   # a batch whose mean is 0 has no log
+    log_sd = float(np.std(live, ddof=1)) if len(live) >= 2 else float("nan")
+    se = delta_se if np.isnan(log_sd) else max(delta_se, log_sd / np.sqrt(k_eff))
     floor = bool(log_sd <= RESOLUTION_RTOL * max(1.0, abs(log_mean)))
     if floor:
         se = max(se, 1.0 / float(np.sum(sizes)))

@@ -71,15 +71,36 @@ The rules and their thresholds (measured; see the tests in tests/harness/test_re
   (N = 1,000, alpha = 0.5, 10^4 particles; test probabilities up to 24 SE off): 0.46-0.71 %
   over 3 seeds, flagged.
 
-What no rule catches (same study): `minimax-tilting`'s standard errors come from 10
-randomisations (9 degrees of freedom), so the worst of 20 test points lies beyond 3 SE in about
-a quarter of its runs (12 of 48 on markov1d); `rejection-bootstrap` was >= 3 SE off in log Z in
-19 of 23 markov1d N = 500 runs (median 13 SE).
+- spread (`rejection-bootstrap` with K >= 2 populations, issue 21): the sd of the K
+  populations' log Ẑ_k (over those with Ẑ_k > 0) above LOG_Z_SD_MAX (= 1 nat). A mean of K
+  draws whose log has sd σ has relative variance (e^{σ²} - 1) / K, and the linearised ratio
+  behind the test SEs needs that small; beyond σ ~ 1 a few populations hold Ẑ and K = 10 of
+  them do not show its tail. Measured (benchmarks/bench_reliability.py, 10 seeds, hard and
+  soft count, budgets 1e3 and 1e4): on markov1d N = 500 (rho 0.9, 0.99) 79 of 80 runs were >=
+  3 SE off (12 in log Z, the others in the test probabilities only, up to 5e17 SEs) with sd
+  1.23-43.5, and all 80 are flagged (29 also by the top-randomisation rule above; 3 had a
+  single surviving population). At 1e4 particles every other
+  run had sd <= 0.98 (hard one-factor N = 500, linear1d-p2, the quick sweep's five problems:
+  0 of 140 flagged); the 24 of them >= 3 SE off are hard-count test probabilities on linear
+  kernels, 3.3-5.5 SEs for the worst of 20-100 points, and two soft-count runs of linear1d-p1
+  whose test errors all sit ~3-6 SEs to one side (one slope drives them). At 1e3 (100
+  particles a population) the spread is 0.3-3.4 nats on those problems too: 41 of 50 runs
+  >= 3 SE off (mostly hard-count test probabilities) are flagged, and 65 of 90 within. At
+  N = 2,000 (rho 0.9, 1e4, 3 seeds) ten populations were 71-113 nats low, all flagged. Not
+  applied to the SOV family: on the study of the tail rule above (6 seeds) it flags no `sov`,
+  `sov-tlr` or `minimax-tilting` run that the other rules do not (their off runs have sd <=
+  0.65 or are flagged already), and for `sir` it would add 3 off runs and 5 false alarms on
+  the quick sweep at budget 100 (populations of 10 particles, sd 1.1-4.2).
 
-`rejection-bootstrap` has no rule: on both cases of the issue every particle is rejected
-(status `failed`, with the variable); its standard error (A.44) grows with 1 / (M P_i), and
-path degeneracy is normal for it (quick-sweep problems at M = 1000: 3-8 distinct first-variable
-ancestors, at worst 12 particles accepted at one step), so neither is a sign of a wrong answer.
+What no rule catches (same studies): `minimax-tilting`'s standard errors come from 10
+randomisations (9 degrees of freedom), so the worst of 20 test points lies beyond 3 SE in about
+a quarter of its runs (12 of 48 on markov1d); `rejection-bootstrap`'s hard-count test SEs on
+linear kernels (above). Dead populations (every particle rejected: Ẑ_k = 0, `dead_populations`)
+are no rule: Ẑ stays unbiased and the delta-method SE counts them; at 1e3 they occur on easy
+problems (40 of 100 quick-sweep runs) as on markov1d (30 of 40). With one population (K = 1)
+`rejection-bootstrap` has no rule: its binomial SE (A.44) ignores path degeneracy and was >= 3
+SE off in log Z in 19 of 23 markov1d N = 500 runs (median 13 SE); every particle rejected is
+status `failed`.
 """
 
 from __future__ import annotations
@@ -92,6 +113,7 @@ RANDOMISATION_SHARE_MAX = 0.99
 MIN_POINTS = 100
 SADDLE_DECREMENT_MAX = 1.0
 LINEAGE_FRACTION_MIN = 0.05
+LOG_Z_SD_MAX = 1.0
 
 
 def degenerate_weights(diagnostics: Mapping, budget: int, tail: bool = True) -> list[str]:
@@ -121,6 +143,21 @@ def degenerate_weights(diagnostics: Mapping, budget: int, tail: bool = True) -> 
         reasons.append(f"randomisations degenerate: one of {k} independent randomisations "
                        f"holds {top:.1%} of Ẑ, so the standard error does not cover the error")
     return reasons
+
+
+def spread_randomisations(diagnostics: Mapping, budget: int) -> list[str]:
+    """A reason (or none) that K >= 2 independent randomisations (or populations) disagree too
+    much for the standard errors taken from their spread: the sd of their log Ẑ_k
+    (`log_z_randomisation_sd`, over those with Ẑ_k > 0) above LOG_Z_SD_MAX nats. From
+    MIN_POINTS points on."""
+    sd = diagnostics.get("log_z_randomisation_sd")
+    k = diagnostics.get("randomisations", 1)
+    if budget < MIN_POINTS or sd is None or k < 2 or not sd > LOG_Z_SD_MAX:
+        return []
+    return [f"randomisations spread: the log Ẑ of {k} independent randomisations have sd "
+            f"{sd:.3g} nats > {LOG_Z_SD_MAX:g}, so Ẑ rests on the few largest and the standard "
+            "errors do not cover the error (more points per randomisation: a larger budget or "
+            "fewer randomisations)"]
 
 
 def degenerate_paths(diagnostics: Mapping, budget: int) -> list[str]:

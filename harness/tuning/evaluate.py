@@ -20,6 +20,7 @@ from harness.core.deadline import TimeLimitExceeded, check_deadline
 from harness.execution.timed import run_method
 from harness.model.method import Method
 from harness.model.problem import Problem
+from harness.model.result import ANSWERED
 from harness.plugins.specs import make_problem
 from harness.tuning.space import with_params
 
@@ -82,11 +83,11 @@ class Evaluator:
         out = run_method(problem, self.method, budget, rng, trace_memory=False)
         status, reason = out["status"], out["reason"]
         log_z = _finite(out["log_marginal_likelihood"])
-        if status == "ok" and log_z is None:
+        if status in ANSWERED and log_z is None:
             status, reason = "failed", "log Ẑ is not finite"
-        ok = status == "ok"
-        return {"status": status, "reason": reason or None, "log_z": log_z if ok else None,
-                "log_z_se": _finite(out["log_marginal_likelihood_se"]) if ok else None,
+        kept = status in ANSWERED   # an unreliable estimate keeps its numbers (Ẑ still unbiased)
+        return {"status": status, "reason": reason or None, "log_z": log_z if kept else None,
+                "log_z_se": _finite(out["log_marginal_likelihood_se"]) if kept else None,
                 "cpu_seconds": prep + out["cpu_seconds"], "prepare_cpu_seconds": prep}
 
 

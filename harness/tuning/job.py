@@ -22,6 +22,7 @@ import numpy as np
 from harness.core.deadline import TimeLimitExceeded, cpu_time_limit
 from harness.core.errors import InputError
 from harness.model.method import Method
+from harness.model.result import ANSWERED
 from harness.tuning.evaluate import Evaluator, TuningTimeout, best
 from harness.tuning.space import TuneSpace, check_space
 
@@ -115,7 +116,7 @@ def _tune(tune: TuneJob, evaluate: Evaluator, budget: int) -> dict[str, Any]:
              else pm.uniform_start(tune.space, tune.walkers, rng))
     chain = pm.run_chain(evaluate, tune.space, budget, start, tune.steps, tune.burn,
                          int(rng.integers(2**32)))
-    ok = any(e["status"] == "ok" for e in evaluate.evaluations if e["stage"] == "chain")
+    ok = any(e["status"] in ANSWERED for e in evaluate.evaluations if e["stage"] == "chain")
     return {"point": pm.posterior_point(tune.space, chain) if ok else None, "chain": chain}
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from harness.core.errors import InputError
 from harness.model.method import Method
+from harness.model.result import ANSWERED
 from harness.tuning.evaluate import Evaluator
 from harness.tuning.space import TuneSpace
 
@@ -73,7 +74,9 @@ def run_chain(evaluate: Evaluator, space: TuneSpace, budget: int, start: np.ndar
             outside += 1
             return -np.inf
         entry = evaluate(space.to_params(theta), budget, "chain")
-        return log_prior + entry["log_z"] if entry["status"] == "ok" else -np.inf
+        # every Ẑ counts, also one whose SE is not trusted (status unreliable): it is still
+        # unbiased, and dropping it would bias the chain towards where the method is reliable
+        return log_prior + entry["log_z"] if entry["status"] in ANSWERED else -np.inf
 
     walkers, d = start.shape
     sampler = emcee.EnsembleSampler(walkers, d, log_prob)

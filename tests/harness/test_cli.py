@@ -357,9 +357,10 @@ def test_run_json_per_point_truth_and_standard_errors(capsys):
 
 
 def test_run_json_without_per_point_se_or_truth(capsys):
-    """A method without per-point SEs says null; a problem without test points gives empty
-    per-point truth (orthant) and one without truth gives none."""
-    r = run_json(capsys, "linear1d:n_train=20,n_test=3", 500)
+    """A method without per-point SEs (rejection-bootstrap with one population) says null; a
+    problem without test points gives empty per-point truth (orthant) and one without truth
+    gives none."""
+    r = run_json(capsys, "linear1d:n_train=20,n_test=3", 500, 0, "--set", "populations=1")
     assert r["test_probabilities_se"] is None
     assert len(r["true_test_probabilities"]) == 3 == len(r["test_probabilities_abs_error"])
     r = run_json(capsys, "onefactor:n=20", 500)

@@ -45,6 +45,20 @@ def test_heavy_tailed_weights_from_a_pareto_k_above_the_threshold():
     assert rel.degenerate_weights(d, rel.MIN_POINTS - 1) == []
 
 
+def test_randomisations_spread_wider_than_log_z_sd_max():
+    d = {**HEALTHY, "log_z_randomisation_sd": 5.12}
+    assert rel.spread_randomisations(d, 10_000) == [
+        "randomisations spread: the log Ẑ of 10 independent randomisations have sd 5.12 nats "
+        "> 1, so Ẑ rests on the few largest and the standard errors do not cover the error "
+        "(more points per randomisation: a larger budget or fewer randomisations)"]
+    assert rel.spread_randomisations({**d, "log_z_randomisation_sd": rel.LOG_Z_SD_MAX},
+                                     10_000) == []
+    assert rel.spread_randomisations({**d, "log_z_randomisation_sd": None}, 10_000) == []
+    assert rel.spread_randomisations({**d, "randomisations": 1}, 10_000) == []
+    assert rel.spread_randomisations(d, rel.MIN_POINTS - 1) == []
+    assert rel.spread_randomisations(HEALTHY, 10_000) == []
+
+
 def test_degenerate_paths_from_few_first_variable_ancestors_with_test_points():
     d = {**HEALTHY, "ancestor_lineages": 17, "test_se_max": 0.01}
     assert rel.degenerate_paths(d, 10_000) == [

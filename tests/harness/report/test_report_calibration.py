@@ -34,6 +34,7 @@ from harness.report.palette import palette_for
 
 SPECS = ("linear1d:n_train=30,n_test=8", "linear1d:n_train=30,n_test=8,seed=1")
 SEEDS = 3
+RB = "rejection-bootstrap[populations=1]"   # one population: no per-point SEs
 
 
 # ---- a small real store ------------------------------------------------------------------
@@ -41,7 +42,7 @@ SEEDS = 3
 def real(tmp_path_factory):
     root = tmp_path_factory.mktemp("calibration")
     path = root / "small.sqlite"
-    methods = [get_method("sov")(), get_method("rejection-bootstrap")()]
+    methods = [get_method("sov")(), get_method("rejection-bootstrap")(populations=1)]
     with ResultStore(path) as store:
         for spec in SPECS:
             problem = make_problem(spec)
@@ -59,7 +60,7 @@ def real(tmp_path_factory):
 def test_real_store_numbers_match_a_direct_computation(real):
     data = real["data"]
     cal = calibration(data)
-    for method in ("sov", "rejection-bootstrap"):
+    for method in ("sov", RB):
         z = []
         for rec in data.records:
             if rec["method"] != method:
@@ -89,11 +90,12 @@ def test_real_store_numbers_match_a_direct_computation(real):
     assert g.mean == pytest.approx(np.mean(zp))
     assert g.sd == pytest.approx(np.std(zp, ddof=1))
     assert g.share_beyond(FAR) == pytest.approx(np.mean(np.abs(zp) > 5))
-    # rejection-bootstrap gives no per-point SEs: its jobs are counted, not dropped
-    assert cal.group("rejection-bootstrap", "probabilities") is None
-    assert cal.no_se == {("rejection-bootstrap", "probabilities"): len(SPECS) * SEEDS}
+    # rejection-bootstrap with one population gives no per-point SEs: its jobs are counted,
+    # not dropped
+    assert cal.group(RB, "probabilities") is None
+    assert cal.no_se == {(RB, "probabilities"): len(SPECS) * SEEDS}
     t = table(cal, palette_for(data))
-    assert "rejection-bootstrap (test probabilities: 6)" in t.caption
+    assert f"{RB} (test probabilities: 6)" in t.caption
     assert len(t.rows) == 3 and cal.no_truth == 0
 
 

@@ -21,7 +21,7 @@ from harness.report.style import Palette
 
 SPECS = ("linear1d:n_train=40,n_test=10",                         # with a kernel: laplace runs
          "onefactor:n=30,dmin=0.95,dmax=0.999,random_signs=true")  # a long spec, a readable title
-BUDGETS = (200, 2000)
+BUDGETS = (1000, 2000)   # 10 populations of >= 100 particles: ok (200 were unreliable)
 REPLICATES = 3
 
 

@@ -124,7 +124,8 @@ def test_job_ids_are_stable_and_only_new_jobs_are_new():
     assert not {j.job_id for j in jobs} & {j.job_id for j in reseeded}
     key = jobs[0].key
     assert set(key) == {"problem", "method", "settings", "budget", "replicate", "seed"}
-    assert key["settings"] == {"count": "soft", "block_size": 0, "chunk_mb": 512.0}
+    assert key["settings"] == {"count": "soft", "populations": 10, "block_size": 0,
+                               "chunk_mb": 512.0}
 
 
 @pytest.mark.parametrize("edit, key, words", [

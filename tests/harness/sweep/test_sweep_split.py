@@ -176,6 +176,7 @@ problems = ["linear1d:n_train=100,n_test=20"]
 [methods.sov]
 [methods.rejection-bootstrap]
 count = "hard"
+populations = 2     # 4 parts x 2 populations of 1000 particles
 """
 
 

@@ -25,6 +25,7 @@ budgets = [100, 200]
 problems = ["onefactor:n=5", "linear1d:n_train=8,n_test=3"]
 [methods.rejection-bootstrap]
 count = ["soft", "hard"]
+populations = 1     # one particle filter: 10 populations of 10 particles are often unreliable
 """
 
 
