@@ -5,6 +5,36 @@ from __future__ import annotations
 import pytest
 from threadpoolctl import threadpool_limits
 
+from harness.execution.worker import pin_thread_env
+
+# Fixtures built once per module or session: under pytest-xdist (`-n auto --dist loadgroup` in
+# pyproject's addopts) each worker process would build its own copy.
+SHARED_SCOPES = ("session", "package", "module")
+
+
+def pytest_configure(config):
+    """With pytest-xdist's worker processes, one BLAS/OpenMP thread per worker: the workers
+    share the cores instead of oversubscribing them. Set here, in the controller, before the
+    workers start, so their libraries read it (as a sweep's Dask workers do)."""
+    if getattr(config.option, "numprocesses", None):
+        pin_thread_env()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep the users of a module- or session-scoped fixture on one xdist worker (an
+    `xdist_group` per module, or per session fixture), so it is built once, not per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = [d[-1] for d in info.name2fixturedefs.values() if d] if info else []
+        # the project's own fixtures (pytest's and plugins' have no baseid: tmp_path_factory)
+        shared = [d for d in defs if d.scope in SHARED_SCOPES and d.baseid]
+        if not shared:
+            continue
+        widest = min(shared, key=lambda d: SHARED_SCOPES.index(d.scope))
+        group = widest.argname if widest.scope == "session" else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture
 def one_blas_thread():
