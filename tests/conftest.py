@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from threadpoolctl import threadpool_limits
 
@@ -10,6 +13,16 @@ from harness.execution.worker import pin_thread_env
 # Fixtures built once per module or session: under pytest-xdist (`-n auto --dist loadgroup` in
 # pyproject's addopts) each worker process would build its own copy.
 SHARED_SCOPES = ("session", "package", "module")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker per core (pytest-xdist's count) for the suite or a folder, but named
+    test files run in this process: two workers' start-up (imports and collection, each) would
+    double the CPU time of a short file."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    targets = [Path(arg.split("::")[0]) for arg in config.args]
+    return 0 if targets and all(t.is_file() for t in targets) else None
 
 
 def pytest_configure(config):
