@@ -15,6 +15,7 @@ from harness.execution.worker import pin_thread_env
 SHARED_SCOPES = ("session", "package", "module")
 
 
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: a worker per core (pytest-xdist's count) for the suite or a folder, but named
     test files run in this process: two workers' start-up (imports and collection, each) would
