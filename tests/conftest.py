@@ -2,8 +2,52 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from threadpoolctl import threadpool_limits
+
+from harness.execution.worker import pin_thread_env
+
+# Fixtures built once per module or session: under pytest-xdist (`-n auto --dist loadgroup` in
+# pyproject's addopts) each worker process would build its own copy.
+SHARED_SCOPES = ("session", "package", "module")
+
+
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker per core (pytest-xdist's count) for the suite or a folder, but named
+    test files run in this process: two workers' start-up (imports and collection, each) would
+    double the CPU time of a short file."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    targets = [Path(arg.split("::")[0]) for arg in config.args]
+    return 0 if targets and all(t.is_file() for t in targets) else None
+
+
+def pytest_configure(config):
+    """With pytest-xdist's worker processes, one BLAS/OpenMP thread per worker: the workers
+    share the cores instead of oversubscribing them. Set here, in the controller, before the
+    workers start, so their libraries read it (as a sweep's Dask workers do)."""
+    if getattr(config.option, "numprocesses", None):
+        pin_thread_env()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep the users of a module- or session-scoped fixture on one xdist worker (an
+    `xdist_group` per module, or per session fixture), so it is built once, not per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = [d[-1] for d in info.name2fixturedefs.values() if d] if info else []
+        # the project's own fixtures (pytest's and plugins' have no baseid: tmp_path_factory)
+        shared = [d for d in defs if d.scope in SHARED_SCOPES and d.baseid]
+        if not shared:
+            continue
+        widest = min(shared, key=lambda d: SHARED_SCOPES.index(d.scope))
+        group = widest.argname if widest.scope == "session" else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture

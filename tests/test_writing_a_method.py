@@ -10,6 +10,7 @@ import importlib.util
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -125,17 +126,19 @@ def _pip_install(python: Path, source: Path) -> None:
 def plugin_venv(tmp_path_factory):
     """(python of a fresh venv with the harness and the plugin installed, the plugin folder).
 
-    The venv sees this environment's packages (numpy, scipy, pytest, ...) through a .pth line,
-    which does not run this environment's own .pth files: an editable install of the harness
-    here stays invisible, and the harness is imported from the venv's own installed copy."""
+    The venv sees this environment's packages (numpy, scipy, pytest, ...) through .pth lines
+    (its site-packages, and the system's that a --system-site-packages venv sees), which do not
+    run this environment's own .pth files: an editable install of the harness here stays
+    invisible, and the harness is imported from the venv's own installed copy."""
     base = tmp_path_factory.mktemp("plugin")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base / "venv")],
                    check=True, timeout=300)
     python = base / "venv" / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
-                           "['purelib'])"], capture_output=True, text=True, check=True)
-    Path(site.stdout.strip(), "_test_environment.pth").write_text(
-        sysconfig.get_paths()["purelib"] + "\n")
+    venv_site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], capture_output=True, text=True, check=True)
+    ours = dict.fromkeys([sysconfig.get_paths()["purelib"], *site.getsitepackages()])
+    Path(venv_site.stdout.strip(), "_test_environment.pth").write_text(
+        "".join(f"{path}\n" for path in ours))
     harness_src = base / "gpc-harness"        # a copy: building writes into the source tree
     harness_src.mkdir()
     for name in ("pyproject.toml", "README.md"):

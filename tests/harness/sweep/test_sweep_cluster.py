@@ -186,8 +186,14 @@ def _group_alive(pgid: int) -> bool:
 def test_ctrl_c_stops_the_local_cluster_and_keeps_the_store(tmp_path, sweep_process):
     sweep_file = write(tmp_path, MEDIUM, "medium")
     store = tmp_path / "medium.sqlite"
-    client = sweep_process(str(sweep_file), "--store", str(store), "--workers", "1",
-                           "--no-report")
+    # a child inherits an ignored SIGINT (pytest started in the background by a non-interactive
+    # shell): the sweep gets the default, as one started from a terminal has
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        client = sweep_process(str(sweep_file), "--store", str(store), "--workers", "1",
+                               "--no-report")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     wait_for(lambda: stored_jobs(store) >= 1 or client.poll() is not None, 120,
              "the first result")
     # as a terminal's Ctrl-C does: SIGINT to the whole foreground process group, the local
