@@ -49,6 +49,7 @@ import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr
 
 from harness.core.partdata import plain
+from harness.core.progress import advance
 from harness.core.qmc import batch_error, ratio_standard_error, split_budget
 from harness.core.rowops import warm_up
 from harness.core.sequential import CholeskyWalk, Resample, sampling
@@ -224,6 +225,10 @@ class RejectionBootstrap(SplitsEstimates, Method):
                         chunks.append(self._run_chunk(walk, problem, n, rng).to_json())
                     except AllRejected as exc:  # Ẑ_c = 0: still part of the unbiased mean
                         chunks.append({"particles": n, "dead_variable": exc.variable})
+                        # the walk counted its whole blocks before the dead variable: the rest
+                        # of this chunk's work is done too
+                        start = exc.variable - exc.variable % walk.block_size
+                        advance(n * (problem.n_train - start))
                 populations.append(chunks)
         return {"populations": populations, "block_size": walk.block_size}
 
