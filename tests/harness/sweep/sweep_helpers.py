@@ -134,6 +134,13 @@ class DaskProcesses:
     def address(self) -> str:
         return json.loads(self.scheduler_file.read_text())["address"]
 
+    def _written(self) -> bool:
+        """The scheduler file exists and holds its JSON (it is created before it is written)."""
+        try:
+            return "address" in json.loads(self.scheduler_file.read_text())
+        except (OSError, ValueError):
+            return False
+
     def start(self) -> DaskProcesses:
         self.root.mkdir(parents=True, exist_ok=True)
         self.scheduler = spawn(
@@ -141,7 +148,7 @@ class DaskProcesses:
              "--port", "0", "--no-dashboard", "--idle-timeout", "300s",
              "--scheduler-file", str(self.scheduler_file), *self._tls_args(scheduler=True)],
             self.root / "scheduler.log", self.root)
-        wait_for(lambda: self.scheduler_file.exists() or self.scheduler.poll() is not None,
+        wait_for(lambda: self._written() or self.scheduler.poll() is not None,
                  STARTUP_TIMEOUT, "the scheduler file")
         assert self.scheduler.poll() is None, (self.root / "scheduler.log").read_text()
         for i in range(self.n_workers):
