@@ -155,8 +155,11 @@ def thread_errors(grace: float = THREAD_GRACE) -> Iterator[list[threading.Except
         yield entry[1]
         deadline = time.monotonic() + grace
         for thread in set(threading.enumerate()) - entry[0]:
-            if thread is not threading.current_thread():
-                thread.join(max(0.0, deadline - time.monotonic()))
+            if thread is not threading.current_thread() and thread.is_alive():
+                try:   # is_alive: a thread still starting (in limbo) cannot be joined yet
+                    thread.join(max(0.0, deadline - time.monotonic()))
+                except RuntimeError:
+                    pass
     finally:
         with _collecting_lock:
             _collecting.remove(entry)
