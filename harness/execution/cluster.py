@@ -93,22 +93,34 @@ def scheduler_gone(client) -> bool:
     return client.status != "running"
 
 
-def ask(client, call: Callable[[], Awaitable[T]], timeout: float = ANSWER_TIMEOUT) -> T:
+def ask(client, call: Callable[[], Awaitable[T]], timeout: float = ANSWER_TIMEOUT,
+        waiting: Callable[[], None] | None = None, every: float = 0.5) -> T:
     """`await call()` on the client's event loop, from this thread: its result. ClusterLost
     as soon as the client has lost the scheduler (Dask's own calls would retry connecting to
     it for distributed.comm.timeouts.connect, 30 s, each), TimeoutError after `timeout`
-    seconds (the call is cancelled)."""
+    seconds (the call is cancelled). `waiting()`, if given, is called about every `every`
+    seconds while the answer is not there, and may raise to give up (the call is cancelled):
+    a long wait (a result whose worker died is computed again, and waits for a worker) still
+    watches the cluster."""
     async def run():
         return await call()
 
     future = asyncio.run_coroutine_threadsafe(run(), client.loop.asyncio_loop)
     deadline = time.monotonic() + timeout
+    next_look = time.monotonic() + every
     while not future.done():
         if scheduler_gone(client) or time.monotonic() > deadline:
             future.cancel()
             if scheduler_gone(client):
                 raise ClusterLost(lost_message(_address(client)))
             raise TimeoutError(f"no answer from the scheduler in {timeout:g} s")
+        if waiting is not None and time.monotonic() >= next_look:
+            try:
+                waiting()
+            except BaseException:
+                future.cancel()
+                raise
+            next_look = time.monotonic() + every
         concurrent.futures.wait([future], timeout=0.05)
     return future.result()
 
@@ -117,11 +129,11 @@ RESULT_TIMEOUT = 600.0       # seconds fetching a batch of finished results may 
 NOT_RECEIVED = object()      # a finished future's result that could not reach the client
 
 
-def fetch_results(client, futures: list) -> list:
-    """The results of finished futures, fetched together (one `ask`): each its value, or
-    NOT_RECEIVED if the connection to the scheduler failed on its way (the job runs again
-    next time), or the exception that kept it from being received (e.g. a result that does
-    not unpickle here)."""
+def fetch_results(client, futures: list, waiting: Callable[[], None] | None = None) -> list:
+    """The results of finished futures, fetched together (one `ask`, `waiting` called while
+    it lasts): each its value, or NOT_RECEIVED if the connection to the scheduler failed on
+    its way (the job runs again next time), or the exception that kept it from being
+    received (e.g. a result that does not unpickle here)."""
     from distributed.client import FutureCancelledError
 
     async def one(future):
@@ -135,7 +147,7 @@ def fetch_results(client, futures: list) -> list:
     async def every():
         return await asyncio.gather(*(one(f) for f in futures))
 
-    return ask(client, every, timeout=RESULT_TIMEOUT) if futures else []
+    return ask(client, every, timeout=RESULT_TIMEOUT, waiting=waiting) if futures else []
 
 
 def scheduler_identity(client, n_workers: int = 0) -> dict[str, Any]:
@@ -387,9 +399,12 @@ def start_local(n: int, note: Callable[[str], None] | None = None):
 
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
+            # silence_logs: Dask's own errors (e.g. a worker still closing after its
+            # scheduler has gone logs its failed heartbeat with a traceback) are not the
+            # user's; the sweep says what happened, in one line, and stores every job.
             return LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                 memory_limit=local_worker_memory(n), host="127.0.0.1",
-                                dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                                dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
         except Exception as exc:  # noqa: BLE001 - said in one line, never a traceback
             why = _cause(exc)
             if note is not None and attempt < START_ATTEMPTS:

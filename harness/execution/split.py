@@ -206,6 +206,8 @@ def gather_parts(client, specs: list[dict], on_part: Callable[[dict], None] | No
     from distributed import as_completed
 
     from harness.core.seeding import key_digest
+    from harness.execution.arrivals import arrivals
+    from harness.execution.cluster import NOT_RECEIVED, WorkerWatch
 
     by_key = {}
     futures = []
@@ -213,10 +215,12 @@ def gather_parts(client, specs: list[dict], on_part: Callable[[dict], None] | No
         key = f"{PART_KEY_PREFIX}{key_digest(spec['key'])}-{spec['part']}"
         by_key[key] = spec
         futures.append(client.submit(fn, spec, key=key, pure=False))
+    watch = WorkerWatch(client)
     try:
-        for future, result in as_completed(futures, with_results=True, raise_errors=False,
-                                                   loop=client.loop):
-            record = part_result(by_key[future.key], future, result)
+        for future, result in arrivals(client, as_completed(futures, loop=client.loop),
+                                         watch.check):
+            record = (None if result is NOT_RECEIVED
+                      else part_result(by_key[future.key], future, result))
             future.release()
             if record is None:
                 raise RuntimeError(f"part {by_key[future.key]['part']} was cancelled "

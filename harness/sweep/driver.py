@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.core.errors import InputError
+from harness.execution.arrivals import arrivals
 from harness.execution.cluster import ClusterLost
 from harness.execution.provenance import environment_facts
 from harness.execution.split import PART_KEY_PREFIX, part_result, part_spec, run_part
@@ -236,39 +237,6 @@ def stored_parts(store: ResultStore, job: Job, rerun_failed: bool) -> dict[int, 
     return {r["part"]: r for r in store.parts_of(job.job_id)
             if r["part"] < len(job.part_budgets) and r["budget"] == job.part_budgets[r["part"]]
             and (r["status"] == "ok" or not rerun_failed)}
-
-
-def arrivals(client, done, idle: Callable[[], None], poll: float = 0.1
-             ) -> Iterator[tuple[Any, Any]]:
-    """(future, result) pairs of a distributed.as_completed (with_results=False) as they
-    finish, the results of the finished ones fetched together here (fetch_results: a result
-    lost on its way is NOT_RECEIVED; nothing is fetched in the background, where a failed
-    fetch would leave its future waiting forever); an errored or cancelled future comes
-    with its exception. `idle()` is called (about every `poll` seconds) while none is ready,
-    and may raise to stop waiting."""
-    from harness.execution.cluster import fetch_results
-
-    while not done.is_empty():
-        if done.has_ready():
-            ready = done.next_batch(block=False)
-            finished = [f for f in ready if f.status == "finished"]
-            results = dict(zip(finished, fetch_results(client, finished), strict=True))
-            for future in ready:
-                yield future, (results[future] if future in results else settled(future))
-            continue
-        idle()
-        with done.thread_condition:
-            done.thread_condition.wait(poll)
-
-
-def settled(future) -> BaseException | None:
-    """The exception an errored or cancelled future ended with (known here: no round trip);
-    a cancelled one's says why (its `reason`, e.g. scheduler-connection-lost)."""
-    try:
-        future.result(timeout=60)
-    except BaseException as exc:  # noqa: BLE001 - what it ended with, whatever it is
-        return exc
-    return None
 
 
 def no_workers_message(address: str, local: bool, waited: float) -> str:
