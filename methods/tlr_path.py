@@ -45,6 +45,8 @@ from harness.model.problem import Problem
 ASSUMED_RANK = 32
 FACTORISATIONS = ("auto", "dense", "tlr")
 TLR_CROSSOVER = 2048   # "auto": the tile-low-rank Cholesky from this many variables on
+TLR_DEFAULT_ORDER = "kdtree"   # TiledOrdering's 'auto' on the tlr path (problems with inputs)
+TILED_ORDERINGS = ("auto", "univariate", "none", "block", "kdtree")
 TLR_CONSTRAINTS = {
     "tile_size": Integer(minimum=0, says="must be an integer >= 0 (0: ~sqrt(N))"),
     "tolerance": Number(low=0, high=1, high_open=True, says="must be in [0, 1)"),
@@ -72,6 +74,8 @@ class TileLowRankPath:
     `tolerance`, `factorisation`; `tlr_ordering` maps its `reorder` onto the tlr path's."""
 
     compress_dense = False   # sov-tlr: the dense path compresses the dense factor into tiles
+    dense_alternative = "factorisation=dense"   # said when the factor is not low-rank
+    h_bytes = 8   # bytes per particle and column of H (16 when resampling keeps a spare)
 
     def uses_tlr(self, n_train: int) -> bool:
         """Whether the factor is built by the tile-low-rank Cholesky (module doc)."""
@@ -111,9 +115,6 @@ class TileLowRankPath:
                                        scale, op.kind, op.seconds, op.order)
 
         return cached(problem, ("tlr", reorder, tile, self.tolerance, tlr), build)
-
-    dense_alternative = "factorisation=dense"   # said when the factor is not low-rank
-    h_bytes = 8   # bytes per particle and column of H (16 when resampling keeps a spare)
 
     def factor(self, problem: Problem) -> Factor:
         """The tile-low-rank walk on the tlr path (or when compressing the dense factor);
@@ -178,15 +179,12 @@ class TileLowRankPath:
         return MemoryEstimate(held, particles, setup)
 
 
-TLR_DEFAULT_ORDER = "kdtree"
-TILED_ORDERINGS = ("auto", "univariate", "none", "block", "kdtree")
-
 
 class TiledOrdering(TileLowRankPath):
     """The tile-low-rank path for a method with a dense default ordering (`dense_reorder`):
     `reorder` 'auto' is that default on the dense path and TLR_DEFAULT_ORDER on the tlr path
-    (kdtree where the problem has training inputs, else block; methods.minimax_tilting has the
-    measurements); 'univariate' (O(N^3)) exists only on the dense path."""
+    (kdtree where the problem has training inputs, else block; harness.methods.minimax_tilting
+    has the measurements); 'univariate' (O(N^3)) exists only on the dense path."""
 
     dense_reorder = "none"
 

@@ -166,6 +166,7 @@ def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which, errors_ag
 
 
 # ---- the tile-low-rank path (harness.methods.tlr_path) ----------------------------------------
+@pytest.mark.filterwarnings("ignore::harness.core.tlr.NotLowRankWarning")   # order none
 def test_tlr_path_is_the_dense_path_at_tolerance_zero():
     """Exact tiles, the same ordering and points: the same saddle point and estimate."""
     from harness.datasets.gauss2class import gauss2class

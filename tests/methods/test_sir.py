@@ -86,6 +86,7 @@ def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which, errors_ag
 
 
 # ---- the tile-low-rank path (harness.methods.tlr_path) ----------------------------------------
+@pytest.mark.filterwarnings("ignore::harness.core.tlr.NotLowRankWarning")   # order none
 def test_tlr_walk_with_resampling_is_the_dense_walk():
     """Exact tiles, the same rng: the same resamplings, so the projections H were permuted with
     the particles (harness.core.tlr_ops) and the estimates agree to rounding."""
