@@ -21,6 +21,13 @@ chunks, which are again independent runs recombined exactly. Everything else —
 estimator for the test points from the final population, the diagnostics, the chunking — is
 SOV's (Sir subclasses Sov and only replaces the step).
 
+Large N (setting `factorisation`, harness.methods.tlr_path, as sov-tlr has it): from
+TLR_CROSSOVER = 2048 variables on ('auto') the walk runs on the tile-low-rank Cholesky factor
+built straight from problem.cov (harness.core.tlr_ops.TileLowRankWalk, which permutes its
+per-particle projections when the step resamples): no N x N array. `reorder` 'auto' is the
+given order on the dense path and the tlr path's default (k-d tree order; block for pure orthant
+problems) on the tlr path.
+
 Path degeneracy: the step keeps each particle's ancestor at the first variable; the number of
 distinct ones, summed over the populations, is the diagnostic `ancestor_lineages` (and its
 fraction of the particles). On short-range problems (markov1d, N = 500) hundreds of
@@ -35,6 +42,7 @@ import numpy as np
 
 from harness.core.sequential import Resample
 from harness.methods.sov import Sov, SovStep
+from harness.methods.tlr_path import TILED_ORDERINGS, TLR_CONSTRAINTS, TiledOrdering
 from harness.model.constraints import Number, OneOf
 from harness.model.reliability import degenerate_paths, degenerate_weights, unreliable_reason
 
@@ -100,7 +108,7 @@ class SirStep(SovStep):
         return out + np.repeat(self.log_norm, self.sizes)
 
 
-class Sir(Sov):
+class Sir(TiledOrdering, Sov):
     """SOV proposal with resampling when the weights' ESS drops (module doc)."""
 
     name = "sir"
@@ -112,19 +120,27 @@ class Sir(Sov):
                                                    "at every variable"),
         "resampling": OneOf(*RESAMPLINGS),
         "randomisations": Sov.constraints["randomisations"],
+        "reorder": OneOf(*TILED_ORDERINGS),
         "block_size": Sov.constraints["block_size"],
+        **TLR_CONSTRAINTS,
         "chunk_mb": Sov.constraints["chunk_mb"],
     }
+    h_bytes = 16   # the projections H and the spare the resampling gathers into
 
     def __init__(self, ess_threshold: float = 0.5, resampling: str = "systematic",
-                 randomisations: int = 10, block_size: int = 0, chunk_mb: float = 512.0):
+                 randomisations: int = 10, reorder: str = "auto", block_size: int = 0,
+                 tile_size: int = 0, tolerance: float = 1e-8, factorisation: str = "auto",
+                 chunk_mb: float = 512.0):
         self.ess_threshold = ess_threshold
         self.resampling = resampling
         self.randomisations = randomisations
+        self.reorder = reorder
         self.block_size = block_size
+        self.tile_size = tile_size
+        self.tolerance = tolerance
+        self.factorisation = factorisation
         self.chunk_mb = chunk_mb
         self.points = "random"   # fixed, not a setting: resampling does not keep a QMC set
-        self.reorder = "none"
 
     def particle_memory(self, n_vars, n_test, budget, block, extra=0, per_variable=None):
         """SOV's, with the walk's spare history for the resampling gathers (measured with

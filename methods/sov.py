@@ -300,8 +300,16 @@ class Sov(SplitsEstimates, Method):
         self.chunk_mb = chunk_mb
 
     # ---- the factorisation (overridden by the tile-low-rank variant) ----------------------
+    def dense_reorder_kind(self) -> str:
+        """The reordering of the dense factor (harness.core.reorder)."""
+        return self.reorder
+
+    def ordering(self, problem: Problem) -> tuple[str, int | None]:
+        """(kind, tile) of the dense factor's harness.model.ordered.ordered_problem."""
+        return self.dense_reorder_kind(), None
+
     def factor(self, problem: Problem) -> Factor:
-        op = ordered_problem(problem, self.reorder)
+        op = ordered_problem(problem, *self.ordering(problem))
         W = op.test_rows
 
         def test_means(result: WalkResult, cols: slice) -> np.ndarray:
@@ -323,7 +331,7 @@ class Sov(SplitsEstimates, Method):
         held = {"dense R": dense(n_train), "dense factor L": dense(n_train),
                 "test rows": 2 * dense(n_train, n_test)}          # B and W = L^{-1} B
         setup = {}
-        if self.reorder != "none":
+        if self.dense_reorder_kind() != "none":
             held["reordered factor"] = dense(n_train)
             held["reordered test rows"] = dense(n_train, n_test)
             setup["reordering Schur complement"] = dense(n_train)

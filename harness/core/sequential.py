@@ -10,7 +10,7 @@ copy of row src[j]). The c_j of a block of upcoming variables come from ONE matr
 with the stored history, Z[:, :i] @ L[i:i+k, :i]^T, so the walk costs about n N^2 flops at
 BLAS speed; inside a block only the small corrections L[j, i:j] z[i:j] remain. Resampling
 is applied to the in-block arrays at once and to the long history lazily, one gather of the
-rows per block.
+rows per block (and of any other per-particle state a structured walk holds, `_resampled`).
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ class CholeskyWalk:
         """L[i0:i1, i0:i1]: the in-block corrections read its strictly lower part."""
         return self.L[i0:i1, i0:i1]
 
+    def _resampled(self, anc: np.ndarray) -> None:
+        """Particle p of this block descends from particle anc[p] at its start: permute any
+        per-particle state the walk holds besides the history (dense walk: none)."""
+
     def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
         """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
 
@@ -116,6 +120,7 @@ class CholeskyWalk:
                     spare = np.empty_like(Z)
                 gather_rows(Z, anc, i0, spare)
                 Z, spare = spare, Z
+                self._resampled(anc)
             Z[:, i0:i1] = W
             self._block_done(Z, i0, i1)
             advance(n * kb)   # particle-variables (harness.core.progress)

@@ -163,3 +163,53 @@ def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which, errors_ag
     rb_lz, rb_mae = errors_against_truth(RejectionBootstrap(count="soft"), problem, budget, seeds)
     assert tilt_lz <= rb_lz
     assert tilt_mae <= rb_mae + 1e-4
+
+
+# ---- the tile-low-rank path (harness.methods.tlr_path) ----------------------------------------
+@pytest.mark.filterwarnings("ignore::harness.core.tlr.NotLowRankWarning")   # order none
+def test_tlr_path_is_the_dense_path_at_tolerance_zero():
+    """Exact tiles, the same ordering and points: the same saddle point and estimate."""
+    from harness.datasets.gauss2class import gauss2class
+
+    problem = gauss2class(n_train=300, n_test=20, d=2, alpha=0.5)
+    est = {fac: MinimaxTilting(reorder="none", factorisation=fac, tile_size=24, block_size=24,
+                               tolerance=0.0).estimate(problem, 1000, np.random.default_rng(4))
+           for fac in ("dense", "tlr")}
+    a, b = est["dense"], est["tlr"]
+    assert b.diagnostics["factorisation"] == "tlr" and "factorisation" not in a.diagnostics
+    assert b.log_marginal_likelihood == pytest.approx(a.log_marginal_likelihood, abs=1e-8)
+    np.testing.assert_allclose(b.test_probabilities, a.test_probabilities, atol=1e-9)
+
+
+@pytest.mark.parametrize("spec", ["markov1d:n_train=1000,rho=0.9,n_test=20,seed=3",
+                                  "onefactor:n=1000,seed=5"])
+def test_tlr_path_against_the_exact_truth(spec):
+    """factorisation=tlr with its default ordering (k-d tree on markov1d, block on one-factor):
+    log Ẑ and the test probabilities within 4 of their own SEs (10 randomisations)."""
+    problem = make_problem(spec)
+    est = MinimaxTilting(factorisation="tlr").estimate(problem, 2000, np.random.default_rng(2))
+    d = est.diagnostics
+    assert est.status == "ok" and d["factorisation"] == "tlr" and d["saddle_converged"] == 1
+    assert d["reorder"].startswith("kdtree" if problem.n_test else "block")
+    truth = problem.truth
+    err = est.log_marginal_likelihood - truth.log_marginal_likelihood
+    assert abs(err) <= 4 * est.log_marginal_likelihood_se, (err, est.log_marginal_likelihood_se)
+    if problem.n_test:
+        assert np.all(np.abs(est.test_probabilities - truth.test_probabilities)
+                      <= 4 * est.test_probabilities_se + 1e-6)
+
+
+def test_tlr_memory_estimate_has_no_dense_term():
+    method = MinimaxTilting()
+    assert method.needs_dense(2047) and not method.needs_dense(2048)
+    small, large = (method.memory_estimate(n, 100, 4000) for n in (2047, 2048))
+    assert "dense R" in small.held and "dense factor L" in small.held
+    parts = [*large.held, *large.setup]
+    assert not any("dense" in p or "reorder" in p for p in parts), parts
+    assert "saddle-point vectors" in large.setup
+
+
+def test_univariate_reordering_is_refused_on_the_tlr_path():
+    with pytest.raises(InputError, match="reorder"):
+        MinimaxTilting(reorder="univariate", factorisation="tlr").estimate(
+            onefactor(n=40, seed=0), 100, np.random.default_rng(0))

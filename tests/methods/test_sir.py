@@ -83,3 +83,34 @@ def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which, errors_ag
     rb_lz, rb_mae = errors_against_truth(RejectionBootstrap(count="soft"), problem, budget, seeds)
     assert sir_lz <= rb_lz
     assert sir_mae <= rb_mae + 1e-4
+
+
+# ---- the tile-low-rank path (harness.methods.tlr_path) ----------------------------------------
+@pytest.mark.filterwarnings("ignore::harness.core.tlr.NotLowRankWarning")   # order none
+def test_tlr_walk_with_resampling_is_the_dense_walk():
+    """Exact tiles, the same rng: the same resamplings, so the projections H were permuted with
+    the particles (harness.core.tlr_ops) and the estimates agree to rounding."""
+    problem = linear1d(n_train=120, n_test=15, seed=7)
+    est = {fac: Sir(reorder="none", factorisation=fac, tile_size=16, block_size=16,
+                    tolerance=0.0).estimate(problem, 600, np.random.default_rng(3))
+           for fac in ("dense", "tlr")}
+    a, b = est["dense"], est["tlr"]
+    assert b.diagnostics["factorisation"] == "tlr"
+    assert a.diagnostics["ancestor_lineages"] == b.diagnostics["ancestor_lineages"] < 600
+    assert b.log_marginal_likelihood == pytest.approx(a.log_marginal_likelihood, abs=1e-9)
+    np.testing.assert_allclose(b.test_probabilities, a.test_probabilities, atol=1e-9)
+
+
+@pytest.mark.parametrize("spec", ["markov1d:n_train=1000,rho=0.9,n_test=20,seed=3",
+                                  "onefactor:n=1000,seed=5"])
+def test_tlr_path_against_the_exact_truth(spec):
+    problem = make_problem(spec)
+    est = Sir(factorisation="tlr").estimate(problem, 2000, np.random.default_rng(2))
+    assert est.diagnostics["factorisation"] == "tlr"
+    err = est.log_marginal_likelihood - problem.truth.log_marginal_likelihood
+    assert abs(err) <= 4 * est.log_marginal_likelihood_se, (err, est.log_marginal_likelihood_se)
+
+
+def test_tlr_memory_estimate_has_no_dense_term():
+    large = Sir(factorisation="tlr").memory_estimate(500, 10, 1000)
+    assert not any("dense" in p for p in [*large.held, *large.setup])

@@ -7,7 +7,7 @@ import pytest
 
 from harness.core.errors import InputError
 from harness.core.qmc import PointSet
-from harness.core.sequential import CholeskyWalk, Resample
+from harness.core.sequential import CholeskyWalk
 from harness.datasets.gauss2class import gauss2class
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
@@ -83,16 +83,6 @@ def test_walk_matches_the_dense_walk_draw_by_draw():
     z2 = TileLowRankWalk(f).run(64, s2).Z
     np.testing.assert_allclose(z2, z1, atol=1e-9)
     np.testing.assert_allclose(s2.logw, s1.logw, atol=1e-9)
-
-
-def test_resampling_is_refused():
-    f = SovTlr().tlr_factor(onefactor(n=40, seed=0))
-
-    def step(j, t):
-        return t.copy(), Resample(src=np.zeros(len(t), dtype=np.intp))
-
-    with pytest.raises(NotImplementedError):
-        TileLowRankWalk(f).run(8, step)
 
 
 def test_block_reordering_gives_the_same_answer():
