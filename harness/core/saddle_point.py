@@ -94,7 +94,8 @@ class TriangularFactor:
     """What the saddle-point solver needs from a lower factor L, for a dense array.
 
     The protocol: `n`, `diag` (diag L), `lower(v)` = L v, `upper(u)` = Lᵀ u, `rows(i, j)` =
-    L[i:j, :j] (the starting point's forward pass), and only for linear_solver="cholesky"
+    L[i:j, :j] (the starting point's forward pass; or instead `mean_path(mills)`, see
+    mean_path), and only for linear_solver="cholesky"
     `weighted_gram(w)` = Lᵀ diag(w) L. Any object providing them (e.g. a tile-low-rank
     factor) can be passed to `solve_saddle_point` instead of an array.
     """
@@ -363,7 +364,10 @@ class SaddlePoint:
 
 def mean_path(factor) -> np.ndarray:
     """x_j = P(t_j), t_j = L_{j,<j} x_{<j} / L_jj for j < N, x_N = 0: each variable at its
-    truncated conditional mean given the earlier ones at theirs; (L x)_j = L_jj G(t_j) > 0."""
+    truncated conditional mean given the earlier ones at theirs; (L x)_j = L_jj G(t_j) > 0.
+    A sparse factor (harness.core.vecchia) walks its own structure: `factor.mean_path(mills)`."""
+    if hasattr(factor, "mean_path"):
+        return factor.mean_path(mills)
     n, d = factor.n, factor.diag
     x = np.zeros(n)
     for i in range(0, n - 1, _BLOCK):
