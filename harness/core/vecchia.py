@@ -12,11 +12,12 @@ exact Cholesky factor of R. Set-up O(N m^3) flops and O(N m) memory; L v and L^T
 triangular solves, O(N m) (numba).
 
 Orders: `maximin_order` (inputs: each next point the one farthest from the points already
-ordered, Guinness 2018), the sorted order for 1-D inputs, and for problems without inputs a
-maximin order in the correlation distance 1 - |ρ_ij| (`correlation_maximin_order`, one row of R
-at a time). Neighbours: the m nearest previously ordered inputs (`ordered_neighbours`,
+ordered, Guinness 2018), the sorted order for 1-D inputs, a maximin order in the correlation
+distance 1 - |ρ_ij| (`correlation_maximin_order`, one row of R at a time), and the strongest
+variables first (`strongest_order`, decreasing Σ_j ρ_ij²: for global covariances).
+Neighbours: the m nearest previously ordered inputs (`ordered_neighbours`,
 scipy.spatial.cKDTree), or the m most correlated previous variables
-(`correlation_neighbours`, blocks of rows of R). Neither ever holds an N x N array.
+(`correlation_neighbours`, blocks of rows of R). None ever holds an N x N array.
 """
 
 from __future__ import annotations
@@ -104,6 +105,23 @@ def correlation_maximin_order(cov: Covariance) -> np.ndarray:
     return order
 
 
+def strongest_order(cov: Covariance) -> np.ndarray:
+    """Variables by decreasing Σ_j ρ_ij² (the squared norm of their correlation row), ties in
+    the given order: for a global (one-factor, low-rank) covariance the most strongly loaded
+    variables first, so that every later one is conditioned on those that pin the common
+    factor down best. O(N^2) time by blocks of rows, O(N) memory per row."""
+    n = cov.n
+    sd = np.sqrt(cov.diag())
+    every = np.arange(n)
+    strength = np.empty(n)
+    rows_per = max(1, _BLOCK_ELEMENTS // max(n, 1))
+    for a in range(0, n, rows_per):
+        check_deadline()
+        rows = every[a:a + rows_per]
+        strength[rows] = np.sum(_correlation_rows(cov, rows, every, sd) ** 2, axis=1)
+    return np.argsort(-strength, kind="stable")
+
+
 def _first_earlier(cand: np.ndarray, rows: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """For candidate lists (sorted nearest first) of variables `rows`, the first m candidates
     ordered before the row (positions < row), and whether m were found."""
@@ -165,6 +183,20 @@ def correlation_neighbours(cov: Covariance, order: np.ndarray, m: int) -> np.nda
         rho[np.arange(b - a)[:, None] <= np.arange(b)[None, :] - a] = -1.0   # not earlier
         nbrs[a:b] = np.argpartition(-rho, m - 1, axis=1)[:, :m]
     return nbrs
+
+
+def test_correlation_neighbours(cov: Covariance, order: np.ndarray, m: int) -> np.ndarray:
+    """(n_test, m) positions (in `order`) of the m training variables most correlated with
+    each test variable (|B_ij| / sqrt(R_ii), the test variance being common to a column)."""
+    sd = np.sqrt(cov.diag())[order]
+    out = np.empty((cov.n_test, m), dtype=np.intp)
+    cols_per = max(1, _BLOCK_ELEMENTS // max(cov.n, 1))
+    for a in range(0, cov.n_test, cols_per):
+        check_deadline()
+        b = min(cov.n_test, a + cols_per)
+        rho = np.abs(cov.cross(order, slice(a, b))) / sd[:, None]
+        out[a:b] = np.argpartition(-rho, m - 1, axis=0)[:m].T
+    return out
 
 
 @dataclass(frozen=True)

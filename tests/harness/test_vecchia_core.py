@@ -14,6 +14,7 @@ from harness.core.vecchia import (
     correlation_neighbours,
     maximin_order,
     ordered_neighbours,
+    strongest_order,
 )
 
 
@@ -97,3 +98,9 @@ def test_few_neighbours_give_a_sparse_inverse_factor():
     np.testing.assert_allclose(f.upper(u), L.T @ u, atol=1e-10)
     sp = solve_saddle_point(f)
     assert sp.converged and np.allclose(sp.mu, solve_saddle_point(L).mu, atol=1e-7)
+
+
+def test_strongest_order_puts_the_largest_loadings_first():
+    d = np.random.default_rng(5).uniform(-0.95, 0.95, 50)
+    order = strongest_order(OneFactorCovariance(d))
+    assert np.all(np.diff(np.abs(d[order])) <= 0)
