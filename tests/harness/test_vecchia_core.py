@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.core import vecchia as vc
 from harness.core.covariance import DenseCovariance, OneFactorCovariance
 from harness.core.saddle_point import TriangularFactor, mean_path, solve_saddle_point
-from harness.core.vecchia import (
-    VecchiaFactor,
-    conditionals,
-    correlation_maximin_order,
-    correlation_neighbours,
-    maximin_order,
-    ordered_neighbours,
-    strongest_order,
-)
 
 
 def _points(n, d, seed):
@@ -27,13 +19,13 @@ def _dense_factor(R, m):
     n = len(R)
     cov = DenseCovariance(R)
     order = np.arange(n)
-    nbrs = correlation_neighbours(cov, order, m)
+    nbrs = vc.correlation_neighbours(cov, order, m)
     count = np.minimum(order, m)
 
     def blocks(i, c):
         return R[np.ix_(c, c)], R[c, i]
 
-    f = VecchiaFactor(conditionals(blocks, np.diag(R).copy(), nbrs, count))
+    f = vc.VecchiaFactor(vc.conditionals(blocks, np.diag(R).copy(), nbrs, count))
     return f, np.column_stack([f.lower(e) for e in np.eye(n)])
 
 
@@ -45,7 +37,7 @@ def _spd(n, seed):
 @pytest.mark.parametrize("d", [1, 2])
 def test_maximin_order_takes_the_farthest_point_each_time(d):
     X = _points(300, d, 1)
-    order = maximin_order(X)
+    order = vc.maximin_order(X)
     assert sorted(order) == list(range(300))
     D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
     for k in range(1, 300):
@@ -54,9 +46,9 @@ def test_maximin_order_takes_the_farthest_point_each_time(d):
 
 
 def test_ordered_neighbours_are_the_nearest_earlier_points():
-    X = _points(400, 2, 2)[maximin_order(_points(400, 2, 2))]
+    X = _points(400, 2, 2)[vc.maximin_order(_points(400, 2, 2))]
     m = 7
-    nbrs = ordered_neighbours(X, m)
+    nbrs = vc.ordered_neighbours(X, m)
     for i in range(1, 400):
         d = ((X[:i] - X[i]) ** 2).sum(-1)
         k = min(i, m)
@@ -66,14 +58,14 @@ def test_ordered_neighbours_are_the_nearest_earlier_points():
 def test_correlation_neighbours_and_order():
     R = _spd(60, 3)
     cov = DenseCovariance(R)
-    order = correlation_maximin_order(cov)
+    order = vc.correlation_maximin_order(cov)
     assert sorted(order) == list(range(60))
     rho = np.abs(R / np.sqrt(np.outer(np.diag(R), np.diag(R))))
     # each next variable has the smallest largest |ρ| to the ordered ones
     for k in range(1, 59):
         closest = rho[np.ix_(order[:k], order[k:])].max(axis=0)
         assert closest[0] == pytest.approx(closest.min(), rel=1e-12)
-    nbrs = correlation_neighbours(cov, order, 5)
+    nbrs = vc.correlation_neighbours(cov, order, 5)
     for i in range(5, 60):
         r = rho[order[i], order[:i]]
         assert np.allclose(np.sort(r[nbrs[i]]), np.sort(r)[-5:])
@@ -102,5 +94,5 @@ def test_few_neighbours_give_a_sparse_inverse_factor():
 
 def test_strongest_order_puts_the_largest_loadings_first():
     d = np.random.default_rng(5).uniform(-0.95, 0.95, 50)
-    order = strongest_order(OneFactorCovariance(d))
+    order = vc.strongest_order(OneFactorCovariance(d))
     assert np.all(np.diff(np.abs(d[order])) <= 0)
