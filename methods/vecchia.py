@@ -52,6 +52,7 @@ from harness.core.sequential import CholeskyWalk, WalkResult
 from harness.core.vecchia import (
     Conditionals,
     VecchiaFactor,
+    conditional_means,
     conditionals,
     correlation_maximin_order,
     correlation_neighbours,
@@ -171,12 +172,12 @@ class VecchiaWalk(CholeskyWalk):
     def run(self, n: int, step) -> WalkResult:
         c, sd = self.cond, self.pivots
         V = np.zeros((self.n_vars, n))
-        for i in range(self.n_vars):
+        for i in range(self.n_vars):   # c.count[i] = 0 for i = 0: a zero mean
             if i % 1024 == 0:
                 check_deadline()
                 advance(n * min(1024, self.n_vars - i))
             k = c.count[i]
-            mean = c.coef[i, :k] @ V[c.idx[i, :k]] if k else np.zeros(n)
+            mean = conditional_means(V, c.idx[i], c.coef[i], k)
             z, resample = step(i, mean / sd[i])
             if resample is not None:
                 raise NotImplementedError("the Vecchia walk does not resample")
