@@ -62,7 +62,7 @@ from harness.core.vecchia import (
     test_correlation_neighbours,
 )
 from harness.methods.minimax_tilting import MinimaxTilting
-from harness.methods.sov import Factor, Sov
+from harness.methods.sov import Factor, SetupFailed, Sov
 from harness.model.constraints import Integer, OneOf
 from harness.model.footprint import MemoryEstimate
 from harness.model.ordered import cached
@@ -224,7 +224,11 @@ class VecchiaSov(Sov):
         return False
 
     def factor(self, problem: Problem) -> Factor:
-        s = self.structure(problem)
+        try:
+            s = self.structure(problem)
+        except np.linalg.LinAlgError as exc:
+            raise SetupFailed("the Vecchia conditionals could not be solved: a neighbours' "
+                              f"block R[c, c] is singular ({exc})") from None
         walk = VecchiaWalk(s.train)
         test, test_sd = s.test, np.empty(0)
         if test is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from edge_problems import duplicated_pairs
 
 from harness.core.errors import InputError
 from harness.core.oracles import orthant_closed_form
@@ -84,3 +85,21 @@ def test_a_global_covariance_is_ordered_strongest_first():
     assert auto.diagnostics["ordering"] == "strongest"
     err = abs(auto.log_marginal_likelihood - truth)
     assert err < 2.5 and abs(given.log_marginal_likelihood - truth) > 3 * err
+
+
+def test_edge_cases_fail_or_succeed_cleanly(monkeypatch):
+    """Duplicated inputs (issue 24; nearly singular R, every variable a neighbour): right. A
+    singular neighbour block (Problem refuses a singular R, so it is simulated): a failed
+    estimate naming it, not a crash."""
+    problem = duplicated_pairs()
+    est = VecchiaTilting().estimate(problem, 4000, np.random.default_rng(0))
+    err = est.log_marginal_likelihood - problem.truth.log_marginal_likelihood
+    assert est.status == "ok" and abs(err) <= 4 * est.log_marginal_likelihood_se
+
+    def singular(*args):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    import harness.methods.vecchia as mv
+    monkeypatch.setattr(mv, "conditionals", singular)
+    est = VecchiaSov().estimate(make_problem("onefactor:n=5"), 100, np.random.default_rng(0))
+    assert est.status == "failed" and "Vecchia conditionals" in est.reason
