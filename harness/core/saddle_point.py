@@ -97,7 +97,7 @@ class TriangularFactor:
     L[i:j, :j] (the starting point's forward pass; or instead `mean_path(value)`, that pass
     itself), and only for linear_solver="cholesky" `weighted_gram(w)` = Lᵀ diag(w) L. Any
     object providing them (harness.core.tlr_ops.TileLowRankOperator for a tile-low-rank
-    factor) can be passed to `solve_saddle_point` instead of an array.
+    factor, harness.core.vecchia's sparse Vecchia factor) can be passed to `solve_saddle_point` instead of an array.
     """
 
     def __init__(self, L: np.ndarray):
@@ -366,7 +366,7 @@ def mean_path(factor) -> np.ndarray:
     """x_j = P(t_j), t_j = L_{j,<j} x_{<j} / L_jj for j < N, x_N = 0: each variable at its
     truncated conditional mean given the earlier ones at theirs; (L x)_j = L_jj G(t_j) > 0.
     A factor with a `mean_path(value)` method of its own (the forward pass x_j = value(t_j)
-    without rows of L) does it."""
+    without rows of L: harness.core.tlr_ops, harness.core.vecchia) does it."""
     if hasattr(factor, "mean_path"):
         return factor.mean_path(mills)
     n, d = factor.n, factor.diag

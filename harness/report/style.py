@@ -35,6 +35,8 @@ KNOWN = {
     "ep": "#882255",
     "laplace": "#228833",
     "vb-meanfield": "#a578ff",
+    "vecchia-sov": "#0000ff",
+    "vecchia-tilting": "#007777",
 }
 
 RC = {

@@ -79,6 +79,7 @@ JOBS = [  # method, settings, problem, budget: large arrays above 32 MiB, second
     ("sov", {}, "onefactor:n=2000", 3000),
     ("rejection-bootstrap", {"populations": 1}, "onefactor:n=2000", 3000),   # one chunk
     ("laplace", {}, "gauss2class:n_train=2200,n_test=20", 2),
+    ("vecchia-tilting", {}, "markov1d:n_train=4000,n_test=20,rho=0.5", 2000),   # 134 MB
     # EP's 7 N x N work arrays are 18 MB each at N = 1500: estimate / measured 1.11-1.17, as
     # at N = 2200 (1.16); without the trim, after earlier work, 3.5 at N = 1000 and 1200
     pytest.param("ep", {}, "gauss2class:n_train=1500,n_test=20", 1,
