@@ -97,7 +97,8 @@ class TriangularFactor:
     L[i:j, :j] (the starting point's forward pass; or instead `mean_path(value)`, that pass
     itself), and only for linear_solver="cholesky" `weighted_gram(w)` = Lᵀ diag(w) L. Any
     object providing them (harness.core.tlr_ops.TileLowRankOperator for a tile-low-rank
-    factor, harness.core.vecchia's sparse Vecchia factor) can be passed to `solve_saddle_point` instead of an array.
+    factor, harness.core.vecchia's sparse Vecchia factor) can be passed to
+    `solve_saddle_point` instead of an array.
     """
 
     def __init__(self, L: np.ndarray):
