@@ -82,7 +82,7 @@ class TiltStep(SovStep):
     def __call__(self, j: int, t: np.ndarray):
         m = self.mu[j]
         if m == 0.0:
-            return super().__call__(j, t)
+            return SovStep.__call__(self, j, t)   # (explicit: SIR's step reuses this one)
         t += m
         y, lp = draw_above(t, self.E[j], overwrite=True)   # y = z - μ_j >= -(t_j + μ_j)
         lp -= 0.5 * m * m
@@ -102,7 +102,7 @@ class MinimaxTilting(TiledOrdering, Sov):
     constraints = {**Sov.constraints, "reorder": OneOf(*TILED_ORDERINGS), **TLR_CONSTRAINTS}
     dense_reorder = "univariate"
 
-    def __init__(self, points: str = "sobol", randomisations: int = 10, reorder: str = "auto",
+    def __init__(self, points: str = "sobol", randomisations: int = 0, reorder: str = "auto",
                  block_size: int = 0, tile_size: int = 0, tolerance: float = 1e-8,
                  factorisation: str = "auto", chunk_mb: float = 512.0):
         super().__init__(points=points, randomisations=randomisations, reorder=reorder,

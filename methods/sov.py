@@ -88,6 +88,7 @@ from harness.core.qmc import (
     KINDS,
     SOBOL_MAX_DIM,
     PointSet,
+    auto_randomisations,
     batch_error,
     ratio_standard_error,
     split_budget,
@@ -283,8 +284,10 @@ class Sov(SplitsEstimates, Method):
     checks = CheckSettings(test_budget=8000)
     constraints = {
         "points": OneOf(*KINDS),
-        "randomisations": Integer(minimum=1, says="must be an integer >= 1",
-                                  fix="use >= 2 for a standard error; 10 is usual"),
+        "randomisations": Integer(minimum=1, also=(0,),
+                                  says="must be an integer >= 0 (0: 10 to 40 by the budget)",
+                                  fix="use >= 2 for a standard error; 10 is usual, 0 chooses "
+                                      "by the budget (harness.core.qmc.auto_randomisations)"),
         "reorder": OneOf(*REORDERINGS),
         "block_size": Integer(minimum=0, says="must be an integer >= 0 (0 chooses "
                                               "automatically)"),
@@ -377,7 +380,7 @@ class Sov(SplitsEstimates, Method):
         sizes, qmc.split_budget) through the factor, in memory-bounded chunks: their
         sufficient statistics (SovSums)."""
         N, n_test = problem.n_train, problem.n_test
-        sizes = split_budget(budget, self.randomisations)
+        sizes = split_budget(budget, self.randomisations_for(budget))
         K = len(sizes)
         points = PointSet(self.point_kind(N), N, sizes, rng)
         rows_max = self.points_per_chunk(N, n_test, fac.walk.block_size,
@@ -451,7 +454,12 @@ class Sov(SplitsEstimates, Method):
         and 4.7e-4 in 16 parts of K = 10 each, but 1.3e-4 with K = 3 in 4 parts and 1.6e-4
         with K = 2 in 8 (plain sov there: no loss). So a long split estimate should run with
         a small `randomisations` (P K of about 10-20 in all)."""
-        return split_evenly(budget, parts, self.randomisations)
+        return split_evenly(budget, parts, self.randomisations_for(budget // max(1, parts)))
+
+    def randomisations_for(self, budget: int) -> int:
+        """K at this budget: the `randomisations` setting, or for 0 the budget's own
+        (harness.core.qmc.auto_randomisations)."""
+        return self.randomisations or auto_randomisations(budget)
 
     def _estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
         """SovSums of K randomisations at this budget, and the set-up diagnostics."""

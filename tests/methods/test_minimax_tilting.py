@@ -109,7 +109,7 @@ def test_bad_settings_are_refused():
     with pytest.raises(InputError, match="reorder"):
         MinimaxTilting(reorder="sideways").check_settings()
     with pytest.raises(InputError, match="randomisations"):
-        MinimaxTilting(randomisations=0).check_settings()
+        MinimaxTilting(randomisations=-1).check_settings()
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")   # 1 - 1e-13: condition 5e13, warned

@@ -67,7 +67,7 @@ def test_resample_indices_follow_the_weights(how):
 
 
 @pytest.mark.parametrize("bad", [{"ess_threshold": 1.5}, {"ess_threshold": -0.1},
-                                 {"resampling": "stratified-ish"}, {"randomisations": 0}])
+                                 {"resampling": "stratified-ish"}, {"randomisations": -1}])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(InputError, match=next(iter(bad))):
         Sir(**bad).check_settings()

@@ -201,7 +201,7 @@ def test_non_finite_weights_are_a_failed_estimate(monkeypatch):
     assert est.status == "failed" and "weights" in est.reason
 
 
-@pytest.mark.parametrize("setting, value", [("points", "halton"), ("randomisations", 0),
+@pytest.mark.parametrize("setting, value", [("points", "halton"), ("randomisations", -1),
                                             ("reorder", "block"), ("block_size", -1),
                                             ("chunk_mb", 0.0)])
 def test_bad_settings(setting, value):

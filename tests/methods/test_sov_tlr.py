@@ -119,7 +119,7 @@ def test_kdtree_ordering_gives_the_same_answer():
 
 @pytest.mark.parametrize("setting, value", [("reorder", "univariate"), ("tile_size", -1),
                                             ("tolerance", 1.5), ("points", "x"),
-                                            ("randomisations", 0), ("factorisation", "lu")])
+                                            ("randomisations", -1), ("factorisation", "lu")])
 def test_bad_settings(setting, value):
     with pytest.raises(InputError, match=setting):
         SovTlr(**{setting: value}).check_settings()

@@ -74,7 +74,7 @@ def test_split_budget_sums_to_the_budget(name, settings):
         b = method.split_budget(budget, parts)
         assert sum(b) == budget and 1 <= len(b) <= parts and min(b) >= 1
         assert all(isinstance(x, int) for x in b)
-        assert max(b) - min(b) <= _group(method)
+        assert max(b) - min(b) <= _group(method, budget // parts)
     assert len(method.split_budget(1000, 4)) == 4
 
 
@@ -92,9 +92,12 @@ def test_the_combined_estimate_does_not_depend_on_the_order_or_json(name, settin
     assert a.diagnostics["randomisations"] == _count(name, forward)
 
 
-def _group(method):
-    """Independent pieces per part: SOV randomisations, rejection-bootstrap populations."""
-    return getattr(method, "randomisations", None) or method.populations
+def _group(method, budget):
+    """Independent pieces per part at this part budget: SOV randomisations (0: chosen by the
+    budget), rejection-bootstrap populations."""
+    if hasattr(method, "randomisations_for"):
+        return method.randomisations_for(budget)
+    return method.populations
 
 
 def _count(name, parts):

@@ -88,14 +88,15 @@ def test_ill_conditioned_orthant_is_not_ok(ill_problem, name):
 def test_linear_kernel_with_huge_inputs_is_not_ok(scaled_problem, name):
     """Every flagged estimate is far from the exact log Z (-26.9): the flag is right. Tilting
     is right since its saddle point converges on nearly singular covariances (issue 24; it
-    stopped unconverged before): ok, within 3 SE, its SE the rounding floor eps cond(R) =
-    0.011 (cond 4.9e13)."""
+    stopped unconverged before): ok, within 3 SE, its SE at least the rounding floor
+    eps cond(R) = 0.011 (cond 4.9e13; with 10 randomisations it was that floor, with the
+    default 40 of 25 points their spread is larger)."""
     problem, exact = scaled_problem
     est = _estimate(name, problem)
     if name == "minimax-tilting":
         assert est.status == "ok" and est.diagnostics["saddle_converged"] == 1
         assert abs(est.log_marginal_likelihood - exact) <= 3 * est.log_marginal_likelihood_se
-        assert est.diagnostics["se_method"].startswith("rounding")
+        assert est.log_marginal_likelihood_se >= 0.011
         return
     _is_unreliable_with_numbers(est)
     assert abs(est.log_marginal_likelihood - exact) > 100
@@ -183,7 +184,7 @@ def test_identical_randomisations_are_not_a_zero_standard_error(name):
         err = abs(est.log_marginal_likelihood - exact)
         assert 1e-6 < err <= 3 * est.log_marginal_likelihood_se, (budget, err)
         # sir's resampled populations differ at 1e4 (one saw the event): a real spread
-        no_spread = est.diagnostics["se_method"].startswith("no spread")
+        no_spread = est.diagnostics["se_method"].startswith(("no spread", "rounding"))
         assert no_spread or (name == "sir" and budget == 10_000)
 
 
