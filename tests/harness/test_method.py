@@ -104,7 +104,7 @@ def test_init_only_assigns_and_a_bad_setting_fails_early_with_one_message(small_
             run()
         assert str(direct.value) == str(built.value)
     assert str(built.value).startswith("method sov: setting 'randomisations': must be an "
-                                       "integer >= 1, got -1")
+                                       "integer >= 0 (0: 10 to 40 by the budget), got -1")
 
 
 def test_an_unknown_setting_or_parameter_names_the_closest_valid_one():
