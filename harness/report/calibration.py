@@ -105,6 +105,7 @@ class Calibration:
     groups: list[Group] = field(default_factory=list)
     no_truth: int = 0                   # answered jobs on problems without truth or reference
     no_se: dict[tuple[str, str], int] = field(default_factory=dict)   # (method, quantity)
+    approximations: set[str] = field(default_factory=set)   # methods left out (not exact)
 
     def group(self, method: str, quantity: str, status: str = OK) -> Group | None:
         for g in self.groups:
@@ -192,6 +193,9 @@ def calibration(data: ReportData) -> Calibration:
             continue
         record = data.records[i] if i < len(data.records) else {}
         s = data.problems.get(row["problem"], {})
+        if not bool(row.get("exact_method", True)):
+            out.approximations.add(row["method"])   # its SE is of its own approximation
+            continue
         if not s.get("truth_kind"):
             out.no_truth += 1
             continue
@@ -249,6 +253,10 @@ def caption(cal: Calibration) -> str:
     if cal.no_truth:
         text += (f" {cal.no_truth} answered jobs are on problems without truth or reference "
                  "and are not in this table.")
+    if cal.approximations:
+        text += (" Approximations are not in this table: their standard error, if any, is of "
+                 "their own approximated quantity, not of the error against the truth ("
+                 + ", ".join(sorted(cal.approximations)) + ").")
     return text
 
 

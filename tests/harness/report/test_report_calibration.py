@@ -244,3 +244,24 @@ def test_no_truth_no_section():
     records = [_record(0, "m", "Q", -5.0, 0.1, TRUE_P, [0.01] * 4)]
     data = agg.prepare(records, {"Q": {**_summary("Q"), "truth_kind": None}}, {})
     assert calibration_section.section(data, palette_for(data)) is None
+
+
+def test_an_approximation_is_left_out_and_named(tmp_path):
+    """vecchia-sov reports an SE, but of its own approximated probability: its z against the
+    truth says nothing about its error bars, so calibration leaves it out and says so."""
+    from harness.report.calibration import caption
+
+    path = tmp_path / "approx.sqlite"
+    problem = make_problem(SPECS[0])
+    with ResultStore(path) as store:
+        store.add_problem(problem.summary())
+        for m in (get_method("sov")(), get_method("vecchia-sov")(m=3)):
+            key = {"problem": problem.name, "method": m.label()}
+            store.add_record(run_one(problem, m, 1000, rng_for(key), job_id=m.label(),
+                                     replicate=0, sweep="approx", problem_spec=SPECS[0],
+                                     sweep_seed=0))
+    cal = calibration(agg.load(path))
+    assert {g.method for g in cal.groups} == {"sov"}
+    assert cal.approximations == {"vecchia-sov[m=3]"}
+    assert "Approximations are not in this table" in caption(cal)
+    assert "(vecchia-sov[m=3])" in caption(cal)
