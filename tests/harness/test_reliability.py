@@ -37,9 +37,20 @@ def test_one_randomisation_holding_the_estimate_is_degenerate_with_two_or_more()
 def test_heavy_tailed_weights_from_a_pareto_k_above_the_threshold():
     d = {**HEALTHY, "pareto_k": 3.33}
     assert rel.degenerate_weights(d, 10_000) == [
-        "weights heavy-tailed: Pareto k̂ = 3.33 > 1 over 10000 points, so Ẑ rests on a few "
-        "draws and the standard error does not cover the error"]
-    assert rel.degenerate_weights({**d, "pareto_k": rel.PARETO_K_MAX}, 10_000) == []
+        "weights heavy-tailed: Pareto k̂ = 3.33 > 0.75 over 10000 points, so Ẑ rests on a few "
+        "draws and the standard error does not cover the error (more points: the limit rises "
+        "to 1 with the sample size)"]
+    assert rel.degenerate_weights({**d, "pareto_k": 0.75}, 10_000) == []
+    assert rel.degenerate_weights({**d, "pareto_k": 0.76}, 10_000) != []
+
+
+def test_the_pareto_k_limit_rises_with_the_sample_size_to_one():
+    """PSIS's sample-size-aware rule: 1 - 1/log10 S, rising towards PARETO_K_MAX."""
+    limits = [rel.pareto_k_limit(s) for s in (100, 1000, 10_000, 10**5, 10**12)]
+    assert limits == pytest.approx([0.5, 2 / 3, 0.75, 0.8, 11 / 12])
+    assert limits == sorted(limits) and rel.pareto_k_limit(10**30) < rel.PARETO_K_MAX == 1.0
+    d = {**HEALTHY, "pareto_k": 0.7}
+    assert rel.degenerate_weights(d, 1000) != [] and rel.degenerate_weights(d, 10_000) == []
     assert rel.degenerate_weights({**d, "pareto_k": None}, 10_000) == []   # not computed
     assert rel.degenerate_weights(d, 10_000, tail=False) == []             # sir
     assert rel.degenerate_weights(d, rel.MIN_POINTS - 1) == []
