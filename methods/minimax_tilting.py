@@ -82,7 +82,7 @@ class TiltStep(SovStep):
     def __call__(self, j: int, t: np.ndarray):
         m = self.mu[j]
         if m == 0.0:
-            return SovStep.__call__(self, j, t)   # (explicit: SIR's step reuses this one)
+            return super().__call__(j, t)
         t += m
         y, lp = draw_above(t, self.E[j], overwrite=True)   # y = z - μ_j >= -(t_j + μ_j)
         lp -= 0.5 * m * m
