@@ -44,15 +44,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from harness.core.deadline import check_deadline
 from harness.core.kernels import RBF, Matern
-from harness.core.progress import advance
 from harness.core.saddle_point import solve_saddle_point
-from harness.core.sequential import CholeskyWalk, WalkResult
+from harness.core.sequential import WalkResult
 from harness.core.vecchia import (
     Conditionals,
     VecchiaFactor,
-    conditional_means,
+    VecchiaWalk,
     conditionals,
     correlation_maximin_order,
     correlation_neighbours,
@@ -157,35 +155,6 @@ def vecchia_structure(problem: Problem, m: int, ordering: str) -> VecchiaStructu
         return VecchiaStructure(order, train, test, kind, time.thread_time() - t0)
 
     return cached(problem, ("vecchia", m, ordering), build)
-
-
-class VecchiaWalk(CholeskyWalk):
-    """The SOV walk over the Vecchia conditionals: v_i = b_i v_c(i) + sqrt(d_i) z_i, the step
-    choosing z_i from t_i = b_i v_c(i) / sqrt(d_i). The history holds v (variable-major), and
-    the result's Z is its transpose (n, N): the v's, not standardised draws."""
-
-    def __init__(self, cond: Conditionals):
-        self.L = None
-        self.cond = cond
-        self.n_vars = len(cond.var)
-        self.block_size = 1
-        self.pivots = np.sqrt(cond.var)
-
-    def run(self, n: int, step) -> WalkResult:
-        c, sd = self.cond, self.pivots
-        V = np.zeros((self.n_vars, n))
-        for i in range(self.n_vars):   # c.count[i] = 0 for i = 0: a zero mean
-            if i % 1024 == 0:
-                check_deadline()
-                advance(n * min(1024, self.n_vars - i))
-            k = c.count[i]
-            mean = conditional_means(V, c.idx[i], c.coef[i], k)
-            z, resample = step(i, mean / sd[i])
-            if resample is not None:
-                raise NotImplementedError("the Vecchia walk does not resample")
-            np.multiply(z, sd[i], out=V[i])
-            V[i] += mean
-        return WalkResult(V.T, np.arange(n))
 
 
 class VecchiaSov(Sov):

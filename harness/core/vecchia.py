@@ -18,6 +18,9 @@ variables first (`strongest_order`, decreasing Σ_j ρ_ij²: for global covarian
 Neighbours: the m nearest previously ordered inputs (`ordered_neighbours`,
 scipy.spatial.cKDTree), or the m most correlated previous variables
 (`correlation_neighbours`, blocks of rows of R). None ever holds an N x N array.
+
+`VecchiaWalk`: the shared Cholesky walk over these conditionals, O(N m) per sample; the
+saddle point's factor (`VecchiaFactor`) takes its starting path from it, with one particle.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from scipy.spatial import cKDTree
 
 from harness.core.covariance import Covariance
 from harness.core.deadline import check_deadline
+from harness.core.progress import advance, phase
+from harness.core.sequential import CholeskyWalk, WalkResult
 
 _BLOCK_ELEMENTS = 1 << 22   # entries of R (or of a neighbour query) generated at a time
 _BATCH = 2048               # variables whose conditionals are solved together
@@ -298,19 +303,47 @@ class VecchiaFactor:
         c = self.cond
         return self.diag * _backward(c.idx, c.coef, c.count, np.asarray(u, dtype=float))
 
-    def conditional_mean(self, i: int, v: np.ndarray):
-        """b_i · v_c(i) for v indexed by variable (first axis)."""
-        c = self.cond
-        k = c.count[i]
-        return c.coef[i, :k] @ v[c.idx[i, :k]]
+    def mean_path(self, value) -> np.ndarray:
+        """x_j = value(t_j), t_j = b_j v_c(j) / sqrt(d_j), v_j = b_j v_c(j) + sqrt(d_j) x_j
+        (the saddle point's starting path, harness.core.saddle_point.mean_path): the walk of
+        one particle; x_N = 0."""
+        x = np.zeros(self.n)
 
-    def mean_path(self, mills) -> np.ndarray:
-        """x_j = mills(t_j), t_j = b_j v_c(j) / sqrt(d_j), v_j = b_j v_c(j) + sqrt(d_j) x_j
-        (the saddle point's starting path, harness.core.saddle_point.mean_path); x_N = 0."""
-        n = self.n
-        x, v = np.zeros(n), np.zeros(n)
-        for j in range(n - 1):
-            mean = float(self.conditional_mean(j, v))
-            x[j] = float(mills(np.array([mean / self.diag[j]]))[0])
-            v[j] = mean + self.diag[j] * x[j]
+        def step(j, t):
+            z = value(t)
+            x[j] = z[0]
+            return z, None
+
+        with phase("mean path"):
+            VecchiaWalk(self.cond).run(1, step)
+        x[-1] = 0.0
         return x
+
+
+class VecchiaWalk(CholeskyWalk):
+    """The SOV walk over the Vecchia conditionals: v_i = b_i v_c(i) + sqrt(d_i) z_i, the step
+    choosing z_i from t_i = b_i v_c(i) / sqrt(d_i). The history holds v (variable-major), and
+    the result's Z is its transpose (n, N): the v's, not standardised draws."""
+
+    def __init__(self, cond: Conditionals):
+        self.L = None
+        self.cond = cond
+        self.n_vars = len(cond.var)
+        self.block_size = 1
+        self.pivots = np.sqrt(cond.var)
+
+    def run(self, n: int, step) -> WalkResult:
+        c, sd = self.cond, self.pivots
+        V = np.zeros((self.n_vars, n))
+        for i in range(self.n_vars):   # c.count[i] = 0 for i = 0: a zero mean
+            if i % 1024 == 0:
+                check_deadline()
+                advance(n * min(1024, self.n_vars - i))
+            k = c.count[i]
+            mean = conditional_means(V, c.idx[i], c.coef[i], k)
+            z, resample = step(i, mean / sd[i])
+            if resample is not None:
+                raise NotImplementedError("the Vecchia walk does not resample")
+            np.multiply(z, sd[i], out=V[i])
+            V[i] += mean
+        return WalkResult(V.T, np.arange(n))
