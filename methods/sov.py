@@ -330,7 +330,14 @@ class Sov(SplitsEstimates, Method):
 
     # ---- memory (harness.model.footprint) -------------------------------------------------------
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
-        """Dense R, L and test rows (plus a reordered copy of both); chunked particles."""
+        """The dense factor's (dense_memory); chunked particles."""
+        held, setup = self.dense_memory(n_train, n_test)
+        block = self.block_size or default_block_size(n_train)
+        return MemoryEstimate(held, self.particle_memory(n_train, n_test, budget, block), setup)
+
+    def dense_memory(self, n_train: int, n_test: int) -> tuple[dict[str, int], dict[str, int]]:
+        """(held, set-up) bytes of the dense factor: R, L and test rows, plus a reordered copy
+        of both and the reordering's Schur complement."""
         held = {"dense R": dense(n_train), "dense factor L": dense(n_train),
                 "test rows": 2 * dense(n_train, n_test)}          # B and W = L^{-1} B
         setup = {}
@@ -338,8 +345,7 @@ class Sov(SplitsEstimates, Method):
             held["reordered factor"] = dense(n_train)
             held["reordered test rows"] = dense(n_train, n_test)
             setup["reordering Schur complement"] = dense(n_train)
-        block = self.block_size or default_block_size(n_train)
-        return MemoryEstimate(held, self.particle_memory(n_train, n_test, budget, block), setup)
+        return held, setup
 
     def particle_memory(self, n_vars: int, n_test: int, budget: int, block: int,
                         extra: int = 0, per_variable: int | None = None) -> dict[str, int]:

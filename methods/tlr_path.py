@@ -168,12 +168,9 @@ class TileLowRankPath:
         if self.uses_tlr(n_train):
             setup = {"factorisation panels": 4 * dense(n_train + n_test, tile)}
         else:
-            held.update({"dense R": dense(n_train), "dense factor L": dense(n_train),
-                         "test rows": 2 * dense(n_train, n_test)})
-            if self.reorder != "none":
-                held["reordered factor"] = dense(n_train)
-                held["reordered test rows"] = dense(n_train, n_test)
-                setup["reordering Schur complement"] = dense(n_train)
+            dense_held, dense_setup = self.dense_memory(n_train, n_test)
+            held.update(dense_held)
+            setup.update(dense_setup)
         particles = self.particle_memory(n_train, n_test, budget, tile,
                                          extra=self.h_bytes * h_cols)
         return MemoryEstimate(held, particles, setup)
