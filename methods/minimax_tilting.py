@@ -53,6 +53,7 @@ most runs of every ordering were `unreliable` (Pareto k̂ > 1).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -92,6 +93,14 @@ class TiltStep(SovStep):
         return y, None
 
 
+def with_saddle_vectors(est: MemoryEstimate, n_train: int) -> MemoryEstimate:
+    """`est` plus the saddle point's work: Newton steps by conjugate gradients with products
+    by the factor (harness.core.saddle_point) need a few dozen vectors of length N, no N x N
+    matrix."""
+    return MemoryEstimate(est.held, est.work,
+                          {**est.setup, "saddle-point vectors": 64 * 8 * n_train})
+
+
 class MinimaxTilting(TiledOrdering, Sov):
     """Botev's minimax exponential tilting on the SOV engine (module doc)."""
 
@@ -111,20 +120,21 @@ class MinimaxTilting(TiledOrdering, Sov):
         self.tolerance = tolerance
         self.factorisation = factorisation
 
-    def shifts(self, problem: Problem) -> tuple[np.ndarray, dict]:
-        """The saddle-point shifts for this problem in this ordering (cached per problem)."""
+    def saddle_factor(self, problem: Problem) -> tuple[tuple, Callable[[], object]]:
+        """(cache key, a maker of the factor the saddle point is solved with): the reordered
+        dense factor, or on the tlr path the tile-low-rank operator."""
         if self.uses_tlr(problem.n_train):
             f = self.tlr_factor(problem)
-            key = ("tlr", f.order_kind, f.tile, self.tolerance)
+            return (("minimax-tilting", "tlr", f.order_kind, f.tile, self.tolerance),
+                    lambda: TileLowRankOperator(f))
+        kind, tile = self.ordering(problem)
+        return (("minimax-tilting", kind, tile),
+                lambda: ordered_problem(problem, kind, tile).chol)
 
-            def factor():
-                return TileLowRankOperator(f)
-        else:
-            kind, tile = self.ordering(problem)
-            key = (kind, tile)
-
-            def factor():
-                return ordered_problem(problem, kind, tile).chol
+    def shifts(self, problem: Problem) -> tuple[np.ndarray, dict]:
+        """The saddle-point shifts for this problem's factor (saddle_factor; cached per
+        problem), with the solver's diagnostics and CPU seconds."""
+        key, factor = self.saddle_factor(problem)
 
         def build():
             L = factor()
@@ -132,7 +142,7 @@ class MinimaxTilting(TiledOrdering, Sov):
             sp = solve_saddle_point(L)
             return sp.mu, {**sp.diagnostics(), "saddle_seconds": time.thread_time() - t0}
 
-        return cached(problem, ("minimax-tilting", *key), build)
+        return cached(problem, key, build)
 
     def prepare(self, problem: Problem) -> None:
         super().prepare(problem)
@@ -140,11 +150,8 @@ class MinimaxTilting(TiledOrdering, Sov):
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """SOV's or the tile-low-rank path's (harness.methods.tlr_path), plus the saddle
-        point's work: Newton steps by conjugate gradients with products by the factor
-        (harness.core.saddle_point) need a few dozen vectors of length N, no N x N matrix."""
-        est = super().memory_estimate(n_train, n_test, budget)
-        setup = {**est.setup, "saddle-point vectors": 64 * 8 * n_train}
-        return MemoryEstimate(est.held, est.work, setup)
+        point's work (with_saddle_vectors)."""
+        return with_saddle_vectors(super().memory_estimate(n_train, n_test, budget), n_train)
 
     def make_step(self, E, rows, rng) -> TiltStep:
         return TiltStep(E, self._mu)

@@ -45,7 +45,6 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from harness.core.kernels import RBF, Matern
-from harness.core.saddle_point import solve_saddle_point
 from harness.core.sequential import WalkResult
 from harness.core.vecchia import (
     Conditionals,
@@ -59,7 +58,7 @@ from harness.core.vecchia import (
     strongest_order,
     test_correlation_neighbours,
 )
-from harness.methods.minimax_tilting import MinimaxTilting
+from harness.methods.minimax_tilting import MinimaxTilting, with_saddle_vectors
 from harness.methods.sov import Factor, SetupFailed, Sov
 from harness.model.constraints import Integer, OneOf
 from harness.model.footprint import MemoryEstimate
@@ -240,18 +239,12 @@ class VecchiaTilting(VecchiaSov, MinimaxTilting):
                "saddle point on the sparse factor, O(N m) per sample; estimates P(v >= 0) "
                "under the approximated covariance, not the exact Z")
 
-    def shifts(self, problem: Problem) -> tuple[np.ndarray, dict]:
-        """The saddle-point shifts for the Vecchia factor (cached per problem)."""
-        def build():
-            factor = VecchiaFactor(self.structure(problem).train)
-            t0 = time.thread_time()
-            sp = solve_saddle_point(factor)
-            return sp.mu, {**sp.diagnostics(), "saddle_seconds": time.thread_time() - t0}
-
-        return cached(problem, ("vecchia-tilting", self.m, self.ordering), build)
+    def saddle_factor(self, problem: Problem):
+        """The sparse Vecchia factor (MinimaxTilting.shifts solves the saddle point with it)."""
+        return (("vecchia-tilting", self.m, self.ordering),
+                lambda: VecchiaFactor(self.structure(problem).train))
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """vecchia-sov's, plus the saddle point's few dozen vectors of length N."""
-        est = VecchiaSov.memory_estimate(self, n_train, n_test, budget)
-        return MemoryEstimate(est.held, est.work,
-                              {**est.setup, "saddle-point vectors": 64 * 8 * n_train})
+        return with_saddle_vectors(VecchiaSov.memory_estimate(self, n_train, n_test, budget),
+                                   n_train)
