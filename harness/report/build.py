@@ -19,6 +19,7 @@ from harness.report import (
     pdf,
     predictive,
     reproduction,
+    rule_check,
     scaling_section,
     tables,
     titles,
@@ -196,7 +197,7 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
     """Read a results store and write report.html (self-contained), report.pdf and CSVs.
 
     Returns the paths written: "html", "pdf", and "cells_csv" / "jobs_csv" (and
-    "calibration_csv" / "tuning_csv" when the store has jobs for them).
+    "calibration_csv", "reliability_rule_csv" / "tuning_csv" when the store has jobs for them).
     """
     with phase("reading the store"):   # harness.core.progress: bars in `report`
         data = load(store_path)
@@ -242,6 +243,9 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
             written["calibration_csv"] = out / "calibration.csv"
             write_csv(written["calibration_csv"],
                       *calibration.csv_rows(calibration_sec.calibration))
+            written["reliability_rule_csv"] = out / "reliability_rule.csv"
+            write_csv(written["reliability_rule_csv"],
+                      *rule_check.csv_rows(calibration_sec.rule_cells))
         if tuning.write_csv(data, out / "tuning.csv"):
             written["tuning_csv"] = out / "tuning.csv"
     return written

@@ -178,35 +178,52 @@ def job_z(row, record: dict, summary: dict) -> dict[str, np.ndarray | None]:
     return out
 
 
-def calibration(data: ReportData) -> Calibration:
-    """The z's of every method × quantity × status (ok, unreliable) over the jobs of the store
-    that have the truth (exact or a reference, as the analysis attached it to the problem)."""
+@dataclass
+class JobZ:
+    """One job's z's by quantity (None: no SE for it), for a job of an exact method on a problem
+    with the truth."""
+
+    row: object                            # the job's row of ReportData.jobs
+    z: dict[str, np.ndarray | None]
+    reference: bool                        # measured against a reference (not exact truth)
+
+
+def jobs_with_truth(data: ReportData, out: Calibration | None = None):
+    """Every ok or unreliable job of an exact method on a problem with the truth, as JobZ; the
+    jobs of approximations and those without the truth are counted on `out` if given."""
     jobs = data.jobs
-    z: dict[tuple[str, str, str], list[np.ndarray]] = {}
-    refs: dict[tuple[str, str, str], int] = {}
-    no_se: dict[tuple[str, str, str], int] = {}
-    out = Calibration()
     for i in range(len(jobs)):
         row = jobs.iloc[i]
-        status = row["status"]
-        if status not in STATUSES:
+        if row["status"] not in STATUSES:
             continue
         record = data.records[i] if i < len(data.records) else {}
         s = data.problems.get(row["problem"], {})
         if not bool(row.get("exact_method", True)):
-            out.approximations.add(row["method"])   # its SE is of its own approximation
+            if out is not None:
+                out.approximations.add(row["method"])   # its SE is of its own approximation
             continue
         if not s.get("truth_kind"):
-            out.no_truth += 1
+            if out is not None:
+                out.no_truth += 1
             continue
-        reference = s.get("truth_kind") == "reference"
-        for quantity, values in job_z(row, record, s).items():
-            key = (row["method"], quantity, status)
+        yield JobZ(row, job_z(row, record, s), s.get("truth_kind") == "reference")
+
+
+def calibration(data: ReportData) -> Calibration:
+    """The z's of every method × quantity × status (ok, unreliable) over the jobs of the store
+    that have the truth (exact or a reference, as the analysis attached it to the problem)."""
+    z: dict[tuple[str, str, str], list[np.ndarray]] = {}
+    refs: dict[tuple[str, str, str], int] = {}
+    no_se: dict[tuple[str, str, str], int] = {}
+    out = Calibration()
+    for job in jobs_with_truth(data, out):
+        for quantity, values in job.z.items():
+            key = (job.row["method"], quantity, job.row["status"])
             if values is None:
                 no_se[key] = no_se.get(key, 0) + 1
             else:
                 z.setdefault(key, []).append(values)
-                refs[key] = refs.get(key, 0) + int(reference)
+                refs[key] = refs.get(key, 0) + int(job.reference)
     for key in sorted(set(z) | set(no_se), key=lambda k: (k[1] != "log_z", k[0],
                                                            STATUSES.index(k[2]))):
         method, quantity, status = key

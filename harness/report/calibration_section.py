@@ -9,7 +9,7 @@ import numpy as np
 from scipy import stats
 
 from harness.analysis.aggregate import UNRELIABLE, ReportData
-from harness.report import html
+from harness.report import html, rule_check
 from harness.report.calibration import QUANTITIES, TAIL, Calibration, calibration, table
 from harness.report.figures import FigureSpec, _legend, _log_axis, _new
 from harness.report.tables import Table
@@ -27,6 +27,8 @@ class CalibrationSection:
     calibration: Calibration
     figures: list[FigureSpec]
     table: Table
+    rule_cells: list[rule_check.RuleCell]     # does the reliability rule catch the misses?
+    rule_table: Table
 
 
 def _survival(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +105,9 @@ def section(data: ReportData, palette) -> CalibrationSection | None:
     if not cal:
         return None
     spec = figure(cal, palette)
-    return CalibrationSection(cal, [spec] if spec is not None else [], table(cal, palette))
+    cells = rule_check.rule_cells(data)
+    return CalibrationSection(cal, [spec] if spec is not None else [], table(cal, palette),
+                              cells, rule_check.table(cells, data, palette))
 
 
 def context(sec: CalibrationSection | None, svgs: dict[str, bytes]) -> dict | None:
@@ -114,4 +118,4 @@ def context(sec: CalibrationSection | None, svgs: dict[str, bytes]) -> dict | No
                       if g.status != UNRELIABLE})
     return {"figure_specs": sec.figures,
             "figures": [html.figure_context(f, svgs[f.key]) for f in sec.figures],
-            "table": sec.table, "flagged": flagged}
+            "table": sec.table, "rule_table": sec.rule_table, "flagged": flagged}

@@ -224,10 +224,10 @@ def _sections(flow: Flow, sections: list[dict], title: str) -> None:
 
 
 def _calibration(flow: Flow, cal: dict | None) -> None:
-    """The calibration section: heading, text and table, and its figure. After a page that is
-    less than half full the text comes first (the figure's page would leave that page short);
-    otherwise the figure comes first and the text starts the page the rest of the report
-    continues."""
+    """The calibration section: heading, text and table, and its figure, then the reliability
+    rule's table. After a page that is less than half full the text comes first (the figure's
+    page would leave that page short); otherwise the figure comes first and the text starts the
+    page the rest of the report continues."""
     if not cal:
         return
 
@@ -252,6 +252,9 @@ def _calibration(flow: Flow, cal: dict | None) -> None:
         for spec in cal["figure_specs"]:
             flow.figure(spec)
         text()
+    if cal["rule_table"]:        # after the figure: the rest of the report continues from it
+        flow.heading("Does the reliability rule catch the misses?", size=12)
+        flow.table(cal["rule_table"])
 
 
 FRONT_SIZES = (7.5, 7.0, 6.5, 6.0, 5.5, 5.0, pdf_tables.MIN_SIZE)   # page one's table fonts

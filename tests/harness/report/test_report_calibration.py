@@ -114,6 +114,14 @@ def test_real_store_report_has_the_section_in_html_pdf_and_csv(real):
         assert int(r["n_z"]) == g.n
         assert float(r["mean_z"]) == pytest.approx(g.mean)
         assert float(r["share_abs_z_gt_3"]) == pytest.approx(g.share_beyond(TAIL))
+    # the reliability rule's table: sov and the one-population rejection sampler (log Z SE
+    # only) on both problems, every replicate judged
+    assert "Does the reliability rule catch the misses?" in html
+    with open(written["reliability_rule_csv"], newline="", encoding="utf-8") as f:
+        rule = list(csv.DictReader(f))
+    assert {(r["method"], r["problem"]) for r in rule} == {
+        (m, make_problem(s).name) for m in ("sov", RB) for s in SPECS}
+    assert all(int(r["runs"]) == SEEDS for r in rule)
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(written["pdf"]), "-"], capture_output=True,
                               text=True, timeout=60).stdout
@@ -265,3 +273,36 @@ def test_an_approximation_is_left_out_and_named(tmp_path):
     assert cal.approximations == {"vecchia-sov[m=3]"}
     assert "Approximations are not in this table" in caption(cal)
     assert "(vecchia-sov[m=3])" in caption(cal)
+
+
+# ---- does the reliability rule catch the misses? -----------------------------------------
+def test_rule_table_counts_off_and_within_runs_by_status():
+    """Runs off by > 3 SE (log Z or any one test point) against the status the rule gave them;
+    runs without an SE are not judged; problems without the truth are not counted."""
+    from harness.report import rule_check
+
+    se, pse = 0.1, [0.01] * 4
+    near, far = TRUE_P + 0.005, TRUE_P + np.array([0, 0, 0.05, 0])   # one point at 5 SE
+    records = [
+        _record(0, "m", "P", TRUE_LZ + 0.1, se, near, pse),  # within, ok
+        _record(1, "m", "P", TRUE_LZ - 0.5, se, near, pse),  # off (log Z), ok
+        _record(2, "m", "P", TRUE_LZ, se, far, pse),  # off (a point), ok
+        _record(3, "m", "P", TRUE_LZ - 0.5, se, near, pse, status="unreliable"),  # off, flagged
+        _record(4, "m", "P", TRUE_LZ + 0.1, se, near, pse, status="unreliable"),  # within, flagged
+        _record(5, "m", "P", TRUE_LZ - 9.0, None, TRUE_P, None),  # no SE
+        _record(6, "m", "Q", TRUE_LZ - 9.0, se, near, pse),  # no truth
+    ]
+    problems = {"P": _summary("P"), "Q": {**_summary("Q"), "truth_kind": None}}
+    data = agg.prepare(records, problems, {})
+    cells = rule_check.rule_cells(data)
+    assert len(cells) == 1
+    c = cells[0]
+    assert (c.method, c.problem, c.budget) == ("m", "P", 100)
+    assert (c.runs, c.off, c.off_flagged, c.within, c.within_flagged) == (5, 3, 1, 2, 1)
+    assert c.ok_and_off == 2 and c.worst_ok == pytest.approx(5.0)
+    t = rule_check.table(cells, data, None)
+    assert [x.text for x in t.rows[0]][3:9] == ["5", "3", "1/3", "2", "1/2", "2"]
+    assert "3 runs off, 1 of them flagged; 2 within, 1 of them flagged" in t.caption
+    columns, rows = rule_check.csv_rows(cells)
+    assert rows[0]["ok_and_off"] == 2 and rows[0]["off_flagged"] == 1
+
