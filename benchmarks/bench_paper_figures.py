@@ -16,7 +16,8 @@ about 10 for log Z).
 Also prints the CPU time of GPML-default ESS (200 samples) on P3, corrected and gpml_compat,
 for comparison with GPML's infMCMC under Octave (22–26 CPU s).
 
-    python benchmarks/bench_peers.py [--reps 4] [--max-run-seconds 60] [--methods ess,hmc,rb]
+    python benchmarks/bench_paper_figures.py [--reps 4] [--max-run-seconds 60] \
+        [--methods ess,hmc,rb]
 """
 
 from __future__ import annotations
