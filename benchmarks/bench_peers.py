@@ -7,7 +7,8 @@ Two orthant problems, P(v >= 0) with v ~ N(0, R), at each size N of --sizes:
              kernel of range 0.1 as the R packages write it, K(r) = (1 + r / 0.1) exp(-r / 0.1)
              (the harness's `matern32` with alpha = 0.1 √3, beta = 1): no exact truth, so the
              yardstick is the harness's `minimax-tilting` at --yardstick-factor times the
-             budget, and every row's error is against it (in combined SEs).
+             budget (--yardstick-set factorisation=dense: on the dense factor), and every
+             row's error is against it (in combined SEs).
 Each method runs in a process of its own, measured alike (os.wait4: user + system CPU of the
 whole process, problem built and set-up included, and its peak resident memory):
   the harness's `minimax-tilting`, `sov-tlr` (reorder=kdtree on matern32: its default order is
@@ -295,13 +296,17 @@ def compare(kind: str, n: int, args, peers: list[str], tmp: str, script: str) ->
         print(HEADER, flush=True)
     else:
         budget = args.yardstick_factor * args.budget
-        print(f"no exact truth: yardstick = harness minimax-tilting at {budget:,} points; "
-              "error = log P̂ - yardstick, err/SE in combined SEs")
+        yard_job = {**job("minimax-tilting", budget), "settings": args.yardstick_settings}
+        settings = "".join(f", {k}={v}" for k, v in args.yardstick_settings.items())
+        print(f"no exact truth: yardstick = harness minimax-tilting{settings} at {budget:,} "
+              "points; error = log P̂ - yardstick, err/SE in combined SEs")
         print(HEADER, flush=True)
-        yard = run_harness(job("minimax-tilting", budget), args.timeout)
+        yard = run_harness(yard_job, args.timeout)
         show("yardstick", yard, None, 0.0)
-        ok = yard.get("log_p") is not None and yard["status"] == "ok"
-        ref, ref_se = (yard["log_p"], yard["se"]) if ok else (None, 0.0)
+        ref, ref_se = yard.get("log_p"), yard.get("se") or 0.0
+        if ref is not None and yard["status"] != "ok":
+            print(f"{'':24} (the yardstick is {yard['status']}: errors below are against an "
+                  "estimate whose SE may not cover its own error)", flush=True)
     estimates = []
     for method in args.methods:
         row = run_harness(job(method, args.budget), args.timeout)
@@ -332,6 +337,9 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=10_000, help="points per method")
     ap.add_argument("--yardstick-factor", type=int, default=4,
                     help="matern32's yardstick runs minimax-tilting at this x the budget")
+    ap.add_argument("--yardstick-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting of the yardstick's minimax-tilting (e.g. "
+                         "factorisation=dense), repeatable")
     ap.add_argument("--problems", default=",".join(PROBLEMS))
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--peers", default=",".join(PEERS))
@@ -345,6 +353,9 @@ def main() -> None:
         print(json.dumps(harness_job(json.loads(args.child))))
         return
     sizes = [int(float(s)) for s in args.sizes.split(",")]
+    if any("=" not in kv for kv in args.yardstick_set):
+        raise SystemExit("error: --yardstick-set: give KEY=VALUE, e.g. factorisation=dense")
+    args.yardstick_settings = dict(kv.split("=", 1) for kv in args.yardstick_set)
     problems = names(args.problems, PROBLEMS, "problems")
     args.methods = names(args.methods, METHODS, "methods")
     print(f"harness BLAS: {blas_description()}; one thread per run (OMP/OPENBLAS/MKL_NUM_"
