@@ -1,159 +1,416 @@
-"""The paper's Figures 1–2 on linear1d-p3 (N = 400): CPU time to a target accuracy (issue 6).
+"""The R peers side by side with the harness's methods, on the same problems (issue 25, item 4).
 
-For ESS+AIS, HMC+AIS (both at GPML's defaults apart from the budget: skip 40, burn-in 10,
-3 AIS runs, temperatures = samples = the budget) and the soft-count rejection–bootstrap
-sampler, walk up a ladder of budgets; at each budget run `--reps` seeds and record the mean
-CPU seconds (thread time, one BLAS thread), the mean |Δ log Z| and the mean MAE of the test
-probabilities against the exact oracle. The time to a target is the mean CPU time of the
-first budget whose mean error meets it (Figure 2: |Δ log Z| <= 0.05; Figure 1: MAE <= 0.002).
-A ladder stops once both targets are met or a single run takes more than --max-run-seconds;
-a target not reached is reported as "> t" (a lower bound). Because the ladders are coarse
-(factors 2–3) and the mean error of a few seeds is noisy, the time is also given interpolated
-(log time linear in log error between the two budgets around the target). Everything is
-measured in this one run, and the ratios ESS / new and HMC / new are printed (the paper:
-about 10 for log Z).
+Two orthant problems, P(v >= 0) with v ~ N(0, R), at each size N of --sizes:
+  onefactor  R = d dᵀ + diag(1 - d²), d ~ U(-0.99, 0.99) (the harness family `onefactor`,
+             seed --seed): exact log P by 1-D quadrature (docs/math.md §3a);
+  matern32   N points uniform in the unit square (seed --seed), R = K + I with the Matérn-3/2
+             kernel of range 0.1 as the R packages write it, K(r) = (1 + r / 0.1) exp(-r / 0.1)
+             (the harness's `matern32` with alpha = 0.1 √3, beta = 1): no exact truth, so the
+             yardstick is the harness's `minimax-tilting` at --yardstick-factor times the
+             budget (--yardstick-set factorisation=dense: on the dense factor), and every
+             row's error is against it (in combined SEs).
+Each method runs in a process of its own, measured alike (os.wait4: user + system CPU of the
+whole process, problem built and set-up included, and its peak resident memory):
+  the harness's `minimax-tilting`, `sov-tlr` (reorder=kdtree on matern32: its default order is
+  random there), `sir`, `vecchia-sov` and `vecchia-tilting`, all else at their defaults, through
+  harness.api.estimate;
+  R's tlrmvnmvt (TLRQMC: tile-low-rank QMC, Cao, Genton, Keyes & Turkiyyah), VeccTMVN (Vecchia
+  SOV with minimax tilting, Cao & Katzfuss 2024) and TruncatedNormal (Botev's minimax tilting,
+  `pmvnorm(type = "mc")`), each in its own `Rscript`, at their defaults except the sample
+  size, matched to --budget points: tlrmvnmvt N = budget / 20 (10 batches of N QMC points and
+  their antithetic twins), VeccTMVN 12 × budget / 12, TruncatedNormal B = budget. The
+  one-factor covariance reaches them as d and the Matérn problem as the points: R builds the
+  dense matrix where the package needs one (TruncatedNormal; tlrmvnmvt and VeccTMVN on
+  one-factor), while tlrmvnmvt (`geom`, kernel "matern", para (1, 0.1, 1.5, 1)) and VeccTMVN
+  (`locs`, GpGp's "matern15_isotropic", covParms (1, 0.1, 1)) build the Matérn covariance from the
+  points themselves. A run whose expected peak memory (the harness's memory estimate, or
+  PEER_MEMORY) exceeds --max-gb is skipped, saying so, and every run's data segment is capped
+  at --max-gb (RLIMIT_DATA: an allocation beyond fails in that run alone).
+Reported errors: the harness's SE of log P; tlrmvnmvt's SE of P over P (the same to first
+order); VeccTMVN's and TruncatedNormal's the same quantity computed in log space from what
+their samplers return (VeccTMVN's 12 level-1 estimates, TruncatedNormal's B log weights, both
+taken with R's `trace` on their way out): on the probability scale TruncatedNormal's own
+relerr is 0 once P < 1e-154 (P² underflows; one-factor N = 1,000 has P = 1e-302), and both
+return P = 0 below 1e-308. tlrmvnmvt computes its estimate in scaled arithmetic but reports
+its error only on the probability scale: when the expected log P is below -700 it runs with
+uselog2 = TRUE and has no error.
 
-Also prints the CPU time of GPML-default ESS (200 samples) on P3, corrected and gpml_compat,
-for comparison with GPML's infMCMC under Octave (22–26 CPU s).
+To make the peers available: R and what Debian packages of their dependencies (r-base-core,
+r-base-dev, r-cran-rcpp, r-cran-rcppeigen, r-cran-rcpparmadillo, r-cran-bh, r-cran-matrix,
+r-cran-truncnorm, r-cran-nleqslv, r-cran-fields, r-cran-fnn, r-cran-spam, r-cran-numderiv;
+libopenblas0-serial gives R an optimised one-thread BLAS), then each remaining package built
+from its public source with `R CMD INSTALL --library=DIR SOURCE`, dependencies first
+(sparseinv, GpGp, GPvecchia, qrng, spacefillr, alabama, then TruncatedNormal, tlrmvnmvt,
+VeccTMVN), and DIR named by R_LIBS_USER when running this script. A peer is found by
+`Rscript -e 'library(NAME)'`; one that is missing (or R itself) is skipped with one line.
 
-    python benchmarks/bench_peers.py [--reps 4] [--max-run-seconds 60] [--methods ess,hmc,rb]
+    nice python benchmarks/bench_peers.py [--sizes 1000] [--budget 10000] [--max-gb 16]
+        [--problems onefactor,matern32] [--methods ...] [--peers ...] [--timeout 7200]
+
+Measured (2-core machine shared with a sweep, one thread per run, budget 10⁴ points, seed 1;
+R 4.2.2 with Debian's serial OpenBLAS), `--sizes 16384 --timeout 2400`, 40 min wall in all:
+
+    onefactor N = 16,384, exact log P = -11361.0887 (error = log P̂ - exact)
+    method                  log P     ± SE     error  err/SE   CPU s  peak GB  status
+    minimax-tilting   -11361.0996   0.0078    -0.011    -1.4    20.2     0.99  ok
+    sov-tlr           -11361.1001   0.0167    -0.011    -0.7    17.2     0.98  ok
+    sir               -11361.0997   0.0269    -0.011    -0.4    22.5     1.26  ok
+    vecchia-sov       -11360.6740   0.0468    +0.415    +8.9    16.1     1.05  ok
+    vecchia-tilting   -11360.7160   0.0101    +0.373   +36.7    17.1     1.05  ok
+    tlrmvnmvt         -11361.1855      n/a    -0.097            128.1     4.68  uselog2: no error
+    VeccTMVN           -1584.3393   0.6607 +9776.749 +14796.7    63.3     9.59  ok
+    TruncatedNormal   skipped: expected peak 50.4 GB > --max-gb 16
+
+    matern32 N = 16,384 (yardstick: minimax-tilting at 40,000 points, itself unreliable)
+    method                  log P     ± SE   - yardstick   CPU s  peak GB  status
+    yardstick            -78.0443   0.1890                 133.0     1.21  unreliable: k̂ 1.20
+    minimax-tilting      -78.0494   0.5386        -0.005    64.7     1.21  unreliable: k̂ 1.60
+    sov-tlr[kdtree]     -236.7631  17.8640      -158.719    63.7     1.22  unreliable: k̂ 15.6
+    sir                  -90.5846   1.3179       -12.540   382.4     1.45  ok
+    vecchia-sov         -233.5154  23.6595      -155.471    37.0     1.04  unreliable: ESS 1
+    vecchia-tilting      -70.0208   0.1927        +8.024    34.9     1.04  unreliable: k̂ 1.25
+    tlrmvnmvt           -297.8033   0.9480      -219.759   177.0     1.04  ok
+    VeccTMVN             -70.4830   0.6708        +7.561    45.5     0.62  ok
+    TruncatedNormal     skipped: expected peak 50.4 GB > --max-gb 16
+
+(That run printed no error column for matern32, its yardstick being unreliable; the column here
+is computed from its numbers, as the script now prints it.) With `--yardstick-factor 1
+--yardstick-set factorisation=dense` the dense-factor minimax-tilting gave -77.761 ± 0.453
+(unreliable, k̂ 1.38; 299 s CPU, 9.6 GB): the two tilting estimates agree, so log P ≈ -78 is
+the harness's best answer, with heavy-tailed weights at N = 16,384; every other method and
+peer is 7.5 nats (VeccTMVN, m = 30; vecchia-tilting, m = 60) to 220 nats (tlrmvnmvt) away,
+and only sir, tlrmvnmvt and VeccTMVN call themselves fine. On one-factor every harness
+method is within 0.42 nats, the TLR ones within 1.4 SE; VeccTMVN is 9,777 nats high with an
+SE of 0.66 (a Vecchia approximation cannot hold a global factor). At N = 1,000 (the default
+run, 4 min wall): one-factor (exact -696.2875) minimax-tilting +0.001 ± 0.003 (2.7 s CPU),
+sov-tlr -0.018 ± 0.009, sir -0.049 ± 0.013 (-3.8 SE), vecchia-tilting +0.159 ± 0.003,
+tlrmvnmvt +0.042 ± 0.026 (1.9 s), VeccTMVN +452.5 ± 0.017 (2.9 s), TruncatedNormal
++0.003 ± 0.006 (40 s CPU, 0.52 GB); matern32 (yardstick -46.631 ± 0.014, ok) minimax-tilting
+-0.000 ± 0.036, vecchia-tilting +0.90 ± 0.02, sov-tlr, sir and vecchia-sov unreliable, tlrmvnmvt
+-3.97 ± 0.95, VeccTMVN +3.56 ± 0.03, TruncatedNormal -0.029 ± 0.031 (38 s CPU).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.common import blas_description, cpu_time, reexec_without_coretype
+from benchmarks.common import blas_description, run_measured
 
-LADDERS = {
-    "ess": [25, 50, 100, 200, 400, 800, 1600, 3200, 6400],
-    "hmc": [25, 50, 100, 200, 400, 800, 1600],
-    "rb": [3000, 10000, 30000, 100000, 300000, 1000000, 3000000],
+PROBLEMS = ("onefactor", "matern32")
+RHO = 0.1                     # the Matérn-3/2 range as the R packages write it: (1 + r/ρ) e^{-r/ρ}
+ALPHA = RHO * math.sqrt(3.0)  # the same kernel as the harness writes it: (1 + √3 r/α) e^{-√3 r/α}
+METHODS = ("minimax-tilting", "sov-tlr", "sir", "vecchia-sov", "vecchia-tilting")
+SETTINGS = {("sov-tlr", "matern32"): {"reorder": "kdtree"}}
+PEERS = ("tlrmvnmvt", "VeccTMVN", "TruncatedNormal")
+SMALL_LOG_P = -700.0              # below: P is near the end of double precision (1e-308)
+# peak resident bytes ≈ base + dense × 8 N² (when the peer gets the dense R: TruncatedNormal
+# always, the others on one-factor) + per_point × 8 N × budget: fitted to runs at N = 1,000 and
+# 2,000 with budget 10⁴ (TruncatedNormal 0.58 and 1.38 GB on one-factor; VeccTMVN measured
+# 4 × 8 N², 6 assumed since it was once killed at 12.6 GB at N = 16,384)
+PEER_MEMORY = {"TruncatedNormal": (0.1e9, 21.0, 4.0), "tlrmvnmvt": (0.1e9, 3.5, 0.25),
+               "VeccTMVN": (0.3e9, 6.0, 0.1)}
+
+R_SCRIPT = r"""
+# bench_peers.py's R side: one peer on one orthant problem, P(v >= 0), v ~ N(0, R).
+# args: peer kind n budget inputs rho small seed; prints "RESULT log_p se_log_p points note".
+args <- commandArgs(trailingOnly = TRUE)
+peer <- args[1]; kind <- args[2]; n <- as.integer(args[3]); budget <- as.numeric(args[4])
+rho <- as.numeric(args[6]); small <- args[7] == "1"; set.seed(as.integer(args[8]))
+suppressPackageStartupMessages(library(peer, character.only = TRUE))
+x <- readBin(args[5], "double", n = if (kind == "onefactor") n else 2L * n)
+locs <- if (kind == "onefactor") NULL else matrix(x, n, 2)
+dense <- function() {   # d d' + diag(1 - d^2), or Matérn-3/2 K + I from the points
+  if (is.null(locs)) { S <- tcrossprod(x); diag(S) <- 1; return(S) }
+  S <- as.matrix(dist(locs)) / rho
+  S <- (1 + S) * exp(-S); diag(S) <- 2; S
 }
+log_mean <- function(lw) {   # log mean(exp(lw)) and its SE: sd / sqrt(count) / mean
+  w <- exp(lw - max(lw)); c(max(lw) + log(mean(w)), sd(w) / sqrt(length(w)) / mean(w))
+}
+zero <- rep(0, n); inf <- rep(Inf, n); note <- "-"
+if (peer == "tlrmvnmvt") {
+  N <- max(100, ceiling(budget / 20)); points <- 20 * N
+  alg <- tlrmvnmvt::TLRQMC(N = N)   # tile size m = 64, truncation epsl = 1e-4 (defaults)
+  p <- if (is.null(locs)) tlrmvnmvt::pmvn(zero, inf, sigma = dense(), uselog2 = small,
+                                          algorithm = alg)
+       else tlrmvnmvt::pmvn(zero, inf, uselog2 = small, algorithm = alg, geom = locs,
+                            kernelType = "matern", para = c(1, rho, 1.5, 1))
+  if (small) { log_p <- p * log(2); se <- NA; note <- "uselog2:no-error-reported" }
+  else { log_p <- log(p); se <- attr(p, "error") / p }
+} else if (peer == "VeccTMVN") {
+  level2 <- ceiling(budget / 12); points <- 12 * level2
+  # its sampler returns the 12 level-1 estimates as (mantissa, exponent): keep them
+  trace("sample_psi_idea5_cpp", where = asNamespace("VeccTMVN"), print = FALSE,
+        exit = quote(assign("psi", returnValue(), envir = globalenv())))
+  p <- if (is.null(locs)) VeccTMVN::pmvn(zero, inf, 0, sigma = dense(), NLevel1 = 12,
+                                         NLevel2 = level2, retlog = TRUE)
+       else VeccTMVN::pmvn(zero, inf, 0, locs = locs, covName = "matern15_isotropic",
+                           covParms = c(1, rho, 1), NLevel1 = 12, NLevel2 = level2,
+                           retlog = TRUE)
+  r <- log_mean(log(psi[[1]]) + psi[[2]]); log_p <- r[1]; se <- r[2]
+  if (abs(log_p - p) > 1e-6 * (1 + abs(p))) note <- sprintf("its-retlog-says-%.6f", p)
+} else {
+  points <- budget
+  # its sampler (mvnpr) leaves the log weights in p just before p = exp(p): keep them
+  body_steps <- as.list(body(get("mvnpr", asNamespace("TruncatedNormal"))))
+  at <- which(vapply(body_steps, function(e) paste(deparse(e), collapse = "") == "p = exp(p)",
+                     TRUE))
+  if (length(at) == 1)
+    trace("mvnpr", at = at, where = asNamespace("TruncatedNormal"), print = FALSE,
+          tracer = quote(assign("lw", as.vector(p), envir = globalenv())))
+  p <- TruncatedNormal::pmvnorm(mu = zero, sigma = dense(), lb = zero, ub = inf, B = budget,
+                                type = "mc")
+  if (exists("lw")) { r <- log_mean(lw); log_p <- r[1]; se <- r[2] }
+  else { log_p <- log(p); se <- attr(p, "relerr"); note <- "its-own-relerr" }
+}
+cat(sprintf("RESULT %.12g %.6g %d %s\n", log_p, se, as.integer(points), note))
+"""
 
 
-def make(name):
-    from harness.methods.ess import EllipticalSlice
-    from harness.methods.hmc import HamiltonianMC
-    from harness.methods.rejection_bootstrap import RejectionBootstrap
+# ---- problems ---------------------------------------------------------------------------
+def build(kind: str, n: int, seed: int):
+    """The harness Problem, and the array that describes it to R (d, or the points)."""
+    if kind == "onefactor":
+        from harness.datasets.onefactor import onefactor
 
-    return {"ess": EllipticalSlice, "hmc": HamiltonianMC,
-            "rb": lambda: RejectionBootstrap(count="soft")}[name]()
+        problem = onefactor(n=n, seed=seed)
+        return problem, problem.cov.d
+    from harness.core.kernels import Matern32
+    from harness.model.problem import Problem
 
-
-def interpolated(rows, key, target):
-    """CPU seconds at which the mean error crosses the target, interpolating log time
-    linearly in log error between the last rung above it and the first at or below it."""
-    col = {"logz": 2, "mae": 3}[key]
-    for prev, row in zip([None, *rows[:-1]], rows, strict=True):
-        if row[col] <= target:
-            if prev is None or prev[col] <= row[col]:
-                return row[1]
-            f = (np.log(prev[col]) - np.log(target)) / (np.log(prev[col]) - np.log(row[col]))
-            return float(np.exp(np.log(prev[1]) + f * (np.log(row[1]) - np.log(prev[1]))))
-    return None
+    X = np.random.default_rng(seed).uniform(size=(n, 2))
+    # every label +1: R = K + I, built from the points tile by tile (nothing dense here)
+    problem = Problem(name=f"matern32-{n}", X_train=X, y_train=np.ones(n, dtype=np.int8),
+                      X_test=np.empty((0, 2)), kernel=Matern32(alpha=ALPHA, beta=1.0))
+    return problem, X
 
 
-def ladder(name, problem, reps, targets, max_run_seconds, log):
-    from harness.core.metrics import mae
+def harness_job(job: dict) -> dict:
+    """In the child: one harness method on one problem (harness.api.estimate)."""
+    import harness
+    from harness.core.errors import InputError
 
-    method = make(name)
-    method.prepare(problem)
-    truth = problem.truth
-    reached = {"logz": None, "mae": None}
-    rows = []
-    last = None
-    for budget in LADDERS[name]:
-        secs, dz, errs = [], [], []
-        for seed in range(reps):
-            est, s = cpu_time(method.estimate, problem, budget, np.random.default_rng(seed))
-            secs.append(s)
-            dz.append(abs(est.log_marginal_likelihood - truth.log_marginal_likelihood))
-            errs.append(mae(est.test_probabilities, truth.test_probabilities))
-        row = (budget, float(np.mean(secs)), float(np.mean(dz)), float(np.mean(errs)))
-        rows.append(row)
-        last = row
-        log(f"  {name:>3} budget {budget:>8}: {row[1]:8.2f} s  |Δlog Z| {row[2]:.4f}"
-            f"  MAE {row[3]:.5f}")
-        for key, value in (("logz", row[2]), ("mae", row[3])):
-            if reached[key] is None and value <= targets[key]:
-                reached[key] = row
-        if all(reached.values()) or max(secs) > max_run_seconds:
-            break
-    return reached, last, {k: interpolated(rows, k, targets[k]) for k in targets}
+    problem, _ = build(job["kind"], job["n"], job["seed"])
+    try:
+        r = harness.estimate(problem, job["method"], budget=job["budget"], seed=job["seed"],
+                             memory_limit=f"{job['max_gb']}GB", **job["settings"])
+    except InputError as e:
+        return {"skipped": str(e)}
+    diagnostics = r.to_dict().get("diagnostics") or {}
+    return {"log_p": r.log_marginal_likelihood, "se": r.log_marginal_likelihood_se,
+            "status": r.status, "reason": r.reason or "",
+            "points": int(diagnostics.get("randomisations", 1)
+                          * diagnostics.get("points_per_randomisation", job["budget"])),
+            "setup_cpu": r.setup_cpu_seconds, "estimate_cpu": r.cpu_seconds}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=4)
-    parser.add_argument("--max-run-seconds", type=float, default=60.0)
-    parser.add_argument("--target-logz", type=float, default=0.05)
-    parser.add_argument("--target-mae", type=float, default=0.002)
-    parser.add_argument("--methods", default="rb,ess,hmc")
-    parser.add_argument("--skip-defaults", action="store_true",
-                        help="do not time GPML-default ESS at 200 samples")
-    args = parser.parse_args()
-    reexec_without_coretype()
+# ---- running ----------------------------------------------------------------------------
+def child_env() -> dict:
+    """One thread for every BLAS and OpenMP pool of a child (R's and numpy's)."""
+    env = dict(os.environ)
+    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[key] = "1"
+    return env
 
-    from harness.datasets.linear1d import FAMILY
 
-    def log(msg):
-        print(msg, flush=True)
+def run_harness(job: dict, timeout: float) -> dict:
+    m = run_measured([sys.executable, os.path.abspath(__file__), "--child", json.dumps(job)],
+                     timeout=timeout, env=child_env(), data_limit_gb=job["max_gb"])
+    row = {"cpu": m["cpu"], "wall": m["wall"], "peak_gb": m["peak_gb"]}
+    if m["timeout"]:
+        return {**row, "status": "timeout", "reason": f"killed after {timeout:.0f} s wall"}
+    lines = m["stdout"].strip().splitlines()
+    if m["rc"] or not lines:
+        return {**row, "status": "error", "reason": last_line(m["stderr"])}
+    out = json.loads(lines[-1])
+    if "skipped" in out:
+        return {"status": "skipped", "reason": out["skipped"]}
+    return {**row, **out}
 
-    problem = FAMILY.make(FAMILY.presets["linear1d-p3"])
-    log(f"linear1d-p3: N = {problem.n_train}, {problem.n_test} test points, "
-        f"log Z = {problem.truth.log_marginal_likelihood:.4f}; BLAS: {blas_description()}")
 
-    if not args.skip_defaults:
-        from harness.methods.ess import EllipticalSlice
+def last_line(text: str) -> str:
+    lines = [s for s in text.strip().splitlines() if s.strip()]
+    return lines[-1].strip() if lines else "no output"
 
-        for compat in (False, True):
-            m = EllipticalSlice(gpml_compat=compat)
-            m.prepare(problem)
-            times = [cpu_time(m.estimate, problem, 200, np.random.default_rng(s))[1]
-                     for s in range(3)]
-            log(f"ESS+AIS at GPML defaults (200 samples, {'gpml_compat' if compat else 'corrected'}"
-                f"): {np.mean(times):.2f} s CPU (runs: {', '.join(f'{t:.2f}' for t in times)});"
-                f" GPML infMCMC/Octave: 22–26 s -> {22 / np.mean(times):.0f}–"
-                f"{26 / np.mean(times):.0f}x")
 
-    targets = {"logz": args.target_logz, "mae": args.target_mae}
-    results = {}
-    for name in args.methods.split(","):
-        log(f"{name}: budgets {LADDERS[name]}, {args.reps} seeds each")
-        results[name] = ladder(name, problem, args.reps, targets, args.max_run_seconds, log)
+def peer_gb(peer: str, kind: str, n: int, budget: int) -> float:
+    """Expected peak memory of a peer's run, GB (PEER_MEMORY)."""
+    base, dense, per_point = PEER_MEMORY[peer]
+    if not (peer == "TruncatedNormal" or kind == "onefactor"):
+        dense = 0.0   # tlrmvnmvt and VeccTMVN build the Matérn covariance from the points
+    return (base + 8.0 * n * n * dense + 8.0 * n * budget * per_point) / 1e9
 
-    def seconds(name, key, interp):
-        reached, last, between = results[name]
-        if interp and between[key] is not None:
-            return between[key], ""
-        if reached[key] is not None:
-            return reached[key][1], ""
-        return last[1], ">"
 
-    for interp, what in ((False, "mean of the runs at the first budget that meets them"),
-                         (True, "interpolated between the budgets around the target")):
-        log(f"\nCPU seconds to the targets ({what}):")
-        for key, label in (("logz", f"|Δ log Z| <= {args.target_logz} (Figure 2)"),
-                           ("mae", f"MAE <= {args.target_mae} (Figure 1)")):
-            parts = []
-            for name in results:
-                s, mark = seconds(name, key, interp)
-                parts.append(f"{name} {mark}{s:.2f} s")
-            log(f"  {label}: " + ", ".join(parts))
-            if "rb" in results:
-                base, base_mark = seconds("rb", key, interp)
-                for name in results:
-                    if name == "rb":
-                        continue
-                    s, mark = seconds(name, key, interp)
-                    qual = ">" if mark and not base_mark else ("?" if base_mark else "")
-                    log(f"    ratio {name} / rejection-bootstrap: {qual}{s / base:.2f}")
+def run_peer(peer: str, kind: str, n: int, budget: int, inputs: str, script: str, *,
+             small: bool, seed: int, max_gb: float, timeout: float) -> dict:
+    need = peer_gb(peer, kind, n, budget)
+    if need > max_gb:
+        return {"status": "skipped", "reason": f"expected peak {need:.3g} GB > --max-gb "
+                f"{max_gb:g} (PEER_MEMORY)"}
+    argv = ["Rscript", "--vanilla", script, peer, kind, str(n), str(budget), inputs,
+            repr(RHO), "1" if small else "0", str(seed)]
+    m = run_measured(argv, timeout=timeout, env=child_env(), data_limit_gb=max_gb)
+    row = {"cpu": m["cpu"], "wall": m["wall"], "peak_gb": m["peak_gb"]}
+    if m["timeout"]:
+        return {**row, "status": "timeout", "reason": f"killed after {timeout:.0f} s wall"}
+    result = [s for s in m["stdout"].splitlines() if s.startswith("RESULT ")]
+    if m["rc"] or not result:
+        return {**row, "status": "error", "reason": last_line(m["stderr"] or m["stdout"])}
+    _, log_p, se, points, note = result[-1].split(" ", 4)
+    log_p, se = float(log_p), (None if se == "NA" else float(se))
+    note = "" if note == "-" else note.replace("-", " ").replace(":", ": ")
+    if not math.isfinite(log_p):
+        return {**row, "status": "failed", "points": int(points),
+                "reason": f"log P = {log_p} (P below the double range)"}
+    return {**row, "status": "ok", "log_p": log_p, "se": se, "points": int(points),
+            "reason": note}
+
+
+def available_peers(wanted) -> list[str]:
+    """The peers R can load (R_LIBS_USER respected); one line for each one skipped."""
+    if shutil.which("Rscript") is None:
+        print(f"skipped: {', '.join(wanted)}: R not found (no Rscript on PATH; module doc says "
+              "how to install R and the peers)")
+        return []
+    found = []
+    for peer in wanted:
+        ok = subprocess.run(["Rscript", "--vanilla", "-e",
+                             f"suppressPackageStartupMessages(library({peer}))"],
+                            capture_output=True, text=True, env=child_env(), check=False)
+        if ok.returncode:
+            said = (ok.stderr.strip().splitlines() or ["no output"])[0]
+            print(f"skipped: {peer}: R cannot load it ({said}); build it from "
+                  "its public source with R CMD INSTALL and set R_LIBS_USER (module doc)")
+        else:
+            found.append(peer)
+    return found
+
+
+# ---- the table --------------------------------------------------------------------------
+HEADER = (f"{'method':24} {'points':>7} {'log P':>12} {'± SE':>8} {'error':>9} {'err/SE':>7} "
+          f"{'CPU s':>8} {'peak GB':>7} {'wall s':>7}  status: note")
+
+
+def show(name: str, row: dict, ref: float | None, ref_se: float) -> None:
+    if row["status"] == "skipped":
+        print(f"{name:24} skipped: {row['reason']}", flush=True)
+        return
+    cost = f"{row['cpu']:8.1f} {row['peak_gb']:7.2f} {row['wall']:7.1f}"
+    log_p, se = row.get("log_p"), row.get("se")
+    if log_p is None:
+        print(f"{name:24} {'':>7} {'':>12} {'':>8} {'':>9} {'':>7} {cost}  {row['status']}: "
+              f"{row['reason']}", flush=True)
+        return
+    se_text = f"{se:8.4f}" if se is not None else f"{'n/a':>8}"
+    err = err_se = ""
+    if ref is not None:
+        err = f"{log_p - ref:+9.3f}"
+        combined = math.hypot(se or 0.0, ref_se)
+        err_se = f"{(log_p - ref) / combined:+7.1f}" if combined > 0 else ""
+    note = f"{row['status']}: {row['reason']}" if row.get("reason") else row["status"]
+    print(f"{name:24} {row['points']:7d} {log_p:12.4f} {se_text} {err:>9} {err_se:>7} {cost}  "
+          f"{note}", flush=True)
+
+
+def compare(kind: str, n: int, args, peers: list[str], tmp: str, script: str) -> None:
+    problem, data = build(kind, n, args.seed)
+    inputs = os.path.join(tmp, f"{kind}-{n}.bin")
+    np.asarray(data, dtype="<f8").ravel(order="F").tofile(inputs)   # R reads column-major
+
+    def job(method: str, budget: int) -> dict:
+        return {"kind": kind, "n": n, "seed": args.seed, "method": method, "budget": budget,
+                "max_gb": args.max_gb, "settings": SETTINGS.get((method, kind), {})}
+
+    print(f"\n{kind} N = {n:,} (seed {args.seed}), budget {args.budget:,} points", flush=True)
+    if problem.truth is not None:
+        ref, ref_se = problem.truth.log_marginal_likelihood, 0.0
+        print(f"exact log P = {ref:.4f} ({problem.truth.source}); error = log P̂ - exact")
+        print(HEADER, flush=True)
+    else:
+        budget = args.yardstick_factor * args.budget
+        yard_job = {**job("minimax-tilting", budget), "settings": args.yardstick_settings}
+        settings = "".join(f", {k}={v}" for k, v in args.yardstick_settings.items())
+        print(f"no exact truth: yardstick = harness minimax-tilting{settings} at {budget:,} "
+              "points; error = log P̂ - yardstick, err/SE in combined SEs")
+        print(HEADER, flush=True)
+        yard = run_harness(yard_job, args.timeout)
+        show("yardstick", yard, None, 0.0)
+        ref, ref_se = yard.get("log_p"), yard.get("se") or 0.0
+        if ref is not None and yard["status"] != "ok":
+            print(f"{'':24} (the yardstick is {yard['status']}: errors below are against an "
+                  "estimate whose SE may not cover its own error)", flush=True)
+    estimates = []
+    for method in args.methods:
+        row = run_harness(job(method, args.budget), args.timeout)
+        label = method + "".join(f"[{k}={v}]" for k, v in job(method, 0)["settings"].items())
+        show(label, row, ref, ref_se)
+        if row.get("log_p") is not None:
+            estimates.append(row["log_p"])
+    expected = ref if ref is not None else (min(estimates) if estimates else 0.0)
+    for peer in peers:
+        row = run_peer(peer, kind, n, args.budget, inputs, script,
+                       small=expected < SMALL_LOG_P, seed=args.seed, max_gb=args.max_gb,
+                       timeout=args.timeout)
+        show(peer, row, ref, ref_se)
+
+
+def names(text: str, allowed, field: str) -> list[str]:
+    chosen = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in allowed]
+    if unknown:
+        raise SystemExit(f"error: --{field}: unknown {', '.join(unknown)} "
+                         f"(choose from {', '.join(allowed)})")
+    return chosen
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="1000", help="comma-separated N (default 1000)")
+    ap.add_argument("--budget", type=int, default=10_000, help="points per method")
+    ap.add_argument("--yardstick-factor", type=int, default=4,
+                    help="matern32's yardstick runs minimax-tilting at this x the budget")
+    ap.add_argument("--yardstick-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting of the yardstick's minimax-tilting (e.g. "
+                         "factorisation=dense), repeatable")
+    ap.add_argument("--problems", default=",".join(PROBLEMS))
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--max-gb", type=float, default=16.0,
+                    help="skip a run whose expected peak memory exceeds this")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="wall seconds per run")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(harness_job(json.loads(args.child))))
+        return
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    if any("=" not in kv for kv in args.yardstick_set):
+        raise SystemExit("error: --yardstick-set: give KEY=VALUE, e.g. factorisation=dense")
+    args.yardstick_settings = dict(kv.split("=", 1) for kv in args.yardstick_set)
+    problems = names(args.problems, PROBLEMS, "problems")
+    args.methods = names(args.methods, METHODS, "methods")
+    print(f"harness BLAS: {blas_description()}; one thread per run (OMP/OPENBLAS/MKL_NUM_"
+          f"THREADS=1); CPU = user + system seconds of the run's whole process, peak = its "
+          f"resident high-water mark", flush=True)
+    peers = available_peers(names(args.peers, PEERS, "peers"))
+    with tempfile.TemporaryDirectory(prefix="bench_peers.") as tmp:
+        script = os.path.join(tmp, "peer.R")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(R_SCRIPT)
+        for n in sizes:
+            for kind in problems:
+                compare(kind, n, args, peers, tmp, script)
 
 
 if __name__ == "__main__":

@@ -80,3 +80,48 @@ def floor_seconds(M: int, N: int, *, uniforms: bool = False, ndtri: bool = False
             done += r
     parts["total"] = sum(parts.values())
     return parts
+
+
+def run_measured(argv: list[str], *, timeout: float, env: dict | None = None,
+                 data_limit_gb: float | None = None) -> dict:
+    """Run a command in its own process group; its CPU seconds, wall seconds and peak memory.
+
+    os.wait4 gives the child's own resource usage (user + system CPU, resident high-water
+    mark), so each command's peak is its own, not the largest of all children so far
+    (RUSAGE_CHILDREN's ru_maxrss). With data_limit_gb the child's data segment is capped
+    (RLIMIT_DATA: its allocations beyond fail, rather than the machine running out). A command
+    still running after `timeout` wall seconds is killed with its group: {"timeout": True}.
+    Returns rc, timeout, cpu, wall, peak_gb, stdout, stderr.
+    """
+    import resource
+    import signal
+    import subprocess
+    import tempfile
+
+    def limit():
+        if data_limit_gb is not None:
+            hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+            cap = int(data_limit_gb * 1e9)
+            resource.setrlimit(resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY
+                                                      else min(cap, hard), hard))
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True,
+                                preexec_fn=limit)
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout and not timed_out:
+                timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        return {"rc": proc.returncode, "timeout": timed_out,
+                "cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - t0,
+                "peak_gb": usage.ru_maxrss * 1024 / 1e9, "stdout": out.read(),
+                "stderr": err.read()}
