@@ -17,8 +17,20 @@ The budget is the number of kept posterior samples S (GPML's Nsample):
     t = 1..T−1 adds (τ_t − τ_{t−1}) ℓ(f_{t−1}) to its log-weight, then applies `skip`
     transitions that leave p_{τ_t} invariant to get f_t (the last level needs none). Each
     run's weight w_r is an unbiased estimate of Z (Neal 1998); the runs are averaged in
-    probability space, log Ẑ = logsumexp(log w) − log R, with the delta-method standard error
-    sd(w) / (sqrt(R) mean(w)) (None for one run). log Ẑ is biased low by about Var(w)/(2R w̄²).
+    probability space, log Ẑ = logsumexp(log w) − log R (biased low by about Var(w)/(2R w̄²)).
+
+Standard error and status (docs/math.md §9, §13). The delta-method SE over the runs,
+sd(w) / (sqrt(R) mean(w)), has R − 1 degrees of freedom: 2 with GPML's three runs, so it misses
+by more than 3 SEs in about 10 % of runs even with light-tailed weights, and far more once the
+weights are heavy-tailed (measured: 6 of 10 `ess` runs on markov1d N = 1,000 stored ok were
+3.0-6.7 SEs low). The increments give a second estimate with many more: at each temperature the
+R runs' spread of ℓ estimates Var_τ(ℓ), and σ² = Σ_t Δτ_t² Var_{τ_t}(ℓ) is the variance of a log
+weight if its increments were independent (IncrementVariance), whence the SE sqrt((e^{σ²} − 1) / R)
+of the mean of R lognormal weights (at most σ). The SE reported is the larger of the two (None
+for one run).
+A run is `unreliable` when the runs' log weights have sd > 1 nat or σ² > 1 (harness.model
+.reliability.degenerate_annealing): log w is then far from normal and a few runs cannot show the
+tail that Ẑ rests on.
 
 Settings shared by both samplers: skip (GPML Nskip), burn_in (GPML Nburnin, in blocks of skip
 transitions; refused if larger than the budget), ais_runs (GPML Nais), temperatures (0 = the
@@ -64,6 +76,7 @@ from harness.model.latent import (
 )
 from harness.model.method import Method
 from harness.model.problem import Problem
+from harness.model.reliability import degenerate_annealing, unreliable_reason
 from harness.model.result import Estimate
 from harness.model.settings import check_work
 from harness.model.tags import CheckSettings, Tags
@@ -82,6 +95,37 @@ def combine_ais(log_w: np.ndarray) -> tuple[float, float | None]:
         return log_z, None
     w = np.exp(log_w - np.max(log_w))
     return log_z, float(np.std(w, ddof=1) / (math.sqrt(R) * np.mean(w)))
+
+
+def increment_se(variance: float | None, runs: int) -> float | None:
+    """The standard error of log Ẑ (the mean of `runs` weights) that a log-weight variance σ²
+    implies for lognormal weights, sqrt((e^{σ²} − 1) / R) (the delta method), at most σ: the log
+    of a mean of R weights spreads no more than one log weight, and past σ² ~ 1 the
+    linearisation behind the delta method no longer holds (such runs are unreliable)."""
+    if variance is None:
+        return None
+    return min(math.sqrt(math.expm1(min(variance, 700.0)) / runs), math.sqrt(variance))
+
+
+class IncrementVariance:
+    """Σ_t (τ_t − τ_{t−1})² s_t², with s_t² the variance of ℓ over the R AIS runs at the level
+    where increment t is taken: the variance of an AIS log weight if its increments were
+    independent (perfect transitions between temperatures; Grosse, Maddison & Salakhutdinov
+    2013). Poor mixing adds to the runs' spread, and so to s_t², rather than hiding.
+    None with one run."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.runs = 0
+
+    def add(self, step: float, ll: np.ndarray) -> None:
+        self.runs = len(ll)
+        if len(ll) > 1:
+            self.total += step ** 2 * float(np.var(ll, ddof=1))
+
+    @property
+    def variance(self) -> float | None:
+        return self.total if self.runs > 1 else None
 
 
 class Kernel(ABC):
@@ -188,22 +232,27 @@ class AnnealedSampler(Method):
         kernel = self.make_kernel(problem, prior, 1 + R)
         run = self._run_gpml if self.gpml_compat else self._run
         samples, log_w, extra = run(kernel, temperature_schedule(T), budget, rng)
-        log_z, se = combine_ais(log_w)
+        log_z, se_runs = combine_ais(log_w)
+        se_increments = increment_se(extra.get("ais_increment_variance"), R)
+        se = max(se_runs, se_increments) if se_runs is not None else None
         mu = kernel.predictive_means(samples)
         probs = predict_from_means(mu, prior.sigma2, gpml_compat=self.gpml_compat)
         w = np.exp(log_w - log_w.max())
-        return Estimate(
-            log_z, probs, log_marginal_likelihood_se=se,
-            diagnostics={
-                "variant": "gpml_compat" if self.gpml_compat else "corrected",
-                "temperatures": T,
-                "ais_log_weights": [float(v) for v in log_w],
-                "ais_weight_ess": float(w.sum() ** 2 / (w ** 2).sum()),
-                "jitter_variance": prior.jitter_variance,
-                **extra,
-                **kernel.diagnostics(budget),
-            },
-        )
+        diagnostics = {
+            "variant": "gpml_compat" if self.gpml_compat else "corrected",
+            "temperatures": T,
+            "ais_log_weights": [float(v) for v in log_w],
+            "ais_log_weight_sd": float(np.std(log_w, ddof=1)) if R > 1 else None,
+            "ais_weight_ess": float(w.sum() ** 2 / (w ** 2).sum()),
+            "log_z_runs_se": se_runs,
+            "log_z_increments_se": se_increments,
+            "jitter_variance": prior.jitter_variance,
+            **extra,
+            **kernel.diagnostics(budget),
+        }
+        reason = unreliable_reason(degenerate_annealing(diagnostics))
+        return Estimate(log_z, probs, log_marginal_likelihood_se=se, diagnostics=diagnostics,
+                        status="unreliable" if reason else "ok", reason=reason)
 
     def _run(self, kernel: Kernel, tau: np.ndarray, budget: int, rng):
         """Corrected AIS (weights from the state before each temperature's transitions)."""
@@ -218,6 +267,7 @@ class AnnealedSampler(Method):
         kernel.end_adaptation()
         samples = np.empty((budget, kernel.kept(0).shape[0]))
         log_w = np.zeros(R)
+        increments = IncrementVariance()
         tau_prev = 0.0
         for k in range(max(budget, T - 1)):
             check_deadline()
@@ -225,6 +275,7 @@ class AnnealedSampler(Method):
             t = k + 1                                  # the AIS temperature of this level
             if t < T:
                 log_w += (tau[t] - tau_prev) * kernel.LL[ais]
+                increments.add(tau[t] - tau_prev, kernel.LL[ais])
                 tau_prev = tau[t]
                 if t < T - 1:                          # the last temperature needs no moves
                     chains += list(ais)
@@ -234,7 +285,8 @@ class AnnealedSampler(Method):
             if k < budget:
                 samples[k] = kernel.kept(0)
         transitions = {"posterior_transitions": (self.burn_in + budget) * skip,
-                       "ais_transitions_per_run": max(T - 2, 0) * skip}
+                       "ais_transitions_per_run": max(T - 2, 0) * skip,
+                       "ais_increment_variance": increments.variance}
         return samples, log_w, transitions
 
     def _run_gpml(self, kernel: Kernel, tau: np.ndarray, budget: int, rng):
@@ -245,6 +297,7 @@ class AnnealedSampler(Method):
         ais_tau = np.concatenate([np.zeros(nb), tau])
         samples = np.empty((budget, kernel.kept(0).shape[0]))
         log_w = np.zeros(R)
+        increments = IncrementVariance()
         for k in range(nb + max(budget, T)):
             check_deadline()
             chains, taus = ([0], [1.0]) if k < nb + budget else ([], [])
@@ -257,6 +310,8 @@ class AnnealedSampler(Method):
             if nb + 1 <= k < nb + T:
                 t = k - nb
                 log_w += (tau[t] - tau[t - 1]) * kernel.LL[ais]
+                increments.add(tau[t] - tau[t - 1], kernel.LL[ais])
         transitions = {"posterior_transitions": (nb + budget) * skip,
-                       "ais_transitions_per_run": (nb + T) * skip}
+                       "ais_transitions_per_run": (nb + T) * skip,
+                       "ais_increment_variance": increments.variance}
         return samples, log_w, transitions

@@ -102,6 +102,16 @@ The rules and their thresholds (measured; see the tests in tests/harness/test_re
   0.65 or are flagged already), and for `sir` it would add 3 off runs and 5 false alarms on
   the quick sweep at budget 100 (populations of 10 particles, sd 1.1-4.2).
 
+- annealing (`ess`, `hmc`: methods.ais, R >= 2 AIS runs): the variance of a log weight that the
+  increments imply (Σ Δτ² Var_τ(ℓ)) above LOG_Z_SD_MAX², or the runs' log weights with sd above
+  AIS_SPREAD_MAX = 1.5 (`degenerate_annealing`). Measured against exact truth (6 seeds a cell,
+  docs/math.md §13): `hmc` at GPML's settings with 10-20 samples on the default sweep's linear
+  problems and markov1d N = 150: 8 of 48 runs >= 3 SE off by the runs' SE alone, none by the
+  reported SE (the larger of the runs' and the increments'), 41 of 48 flagged; `ess` at 100-300
+  samples: 2 of 48 flagged (both within 3 SE), one markov1d run 4.6 SE off with the reported SE.
+  markov1d N = 1,000 at 1,000 samples: 9 of 10 `ess` runs flagged, among them 5 of the 6 that
+  were 3.0-6.7 SE off.
+
 What no rule catches (same studies): `minimax-tilting`'s standard errors come from 10
 randomisations (9 degrees of freedom), so the worst of 20 test points lies beyond 3 SE in about
 a quarter of its runs (12 of 48 on markov1d); `rejection-bootstrap`'s hard-count test SEs on
@@ -125,6 +135,7 @@ MIN_POINTS = 100
 SADDLE_DECREMENT_MAX = 1.0
 LINEAGE_FRACTION_MIN = 0.05
 LOG_Z_SD_MAX = 1.0
+AIS_SPREAD_MAX = 1.5
 
 
 def pareto_k_limit(points: int) -> float:
@@ -177,6 +188,33 @@ def spread_randomisations(diagnostics: Mapping, budget: int) -> list[str]:
             f"{sd:.3g} nats > {LOG_Z_SD_MAX:g}, so Ẑ rests on the few largest and the standard "
             "errors do not cover the error (more points per randomisation: a larger budget or "
             "fewer randomisations)"]
+
+
+def degenerate_annealing(diagnostics: Mapping) -> list[str]:
+    """Reasons (or none) that annealed importance sampling's log Ẑ and its standard error rest on
+    heavy-tailed weights: with R >= 2 runs, the variance their increments imply
+    (`ais_increment_variance`, Σ_t Δτ_t² Var_t(ℓ): methods.ais.IncrementVariance) above
+    LOG_Z_SD_MAX² (past that, log w is far from normal, E log w lies about Var(log w) / 2
+    below log Z, and a few runs cannot show the tail that Ẑ needs), or the sd of their log
+    weights (`ais_log_weight_sd`) above AIS_SPREAD_MAX: the increments assume transitions
+    that mix, and runs that lag behind their tempered targets differ by more than they say.
+    The sd of R = 3 runs has 2 degrees of freedom, so its limit sits higher: at a true sd of
+    0.7 it exceeds 1.5 in 1 % of runs (1 would be exceeded in 13 %)."""
+    reasons = []
+    sd = diagnostics.get("ais_log_weight_sd")
+    runs = len(diagnostics.get("ais_log_weights") or ())
+    if sd is not None and runs >= 2 and sd > AIS_SPREAD_MAX:
+        reasons.append(f"AIS runs spread: the log weights of {runs} independent AIS runs have sd "
+                       f"{sd:.3g} nats > {AIS_SPREAD_MAX:g}, so Ẑ rests on the largest and its "
+                       "standard error does not cover the error (more temperatures or longer "
+                       "transitions)")
+    var = diagnostics.get("ais_increment_variance")
+    if var is not None and runs >= 2 and var > LOG_Z_SD_MAX ** 2:
+        reasons.append(f"annealing too coarse: the AIS increments imply a log-weight sd of "
+                       f"{math.sqrt(var):.3g} nats > {LOG_Z_SD_MAX:g} (Σ Δτ² Var(ℓ) over "
+                       "the temperatures), so log Ẑ is biased low by about half its square and "
+                       "the standard error does not cover the error (more temperatures)")
+    return reasons
 
 
 def degenerate_paths(diagnostics: Mapping, budget: int) -> list[str]:

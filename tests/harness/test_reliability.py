@@ -70,6 +70,22 @@ def test_randomisations_spread_wider_than_log_z_sd_max():
     assert rel.spread_randomisations(HEALTHY, 10_000) == []
 
 
+def test_annealing_with_spread_runs_or_large_increment_variance():
+    """AIS (ess, hmc): the runs' log weights spread by more than 1.5 nats, or the variance their
+    increments imply above 1 nat², each gives its reason; one run gives none."""
+    d = {"ais_log_weights": [-10.0, -12.5, -11.0], "ais_log_weight_sd": 1.53,
+         "ais_increment_variance": 0.4}
+    assert [r.split(":")[0] for r in rel.degenerate_annealing(d)] == ["AIS runs spread"]
+    d2 = {**d, "ais_log_weight_sd": 0.3, "ais_increment_variance": 2.25}
+    (reason,) = rel.degenerate_annealing(d2)
+    assert reason.startswith("annealing too coarse: the AIS increments imply a log-weight sd "
+                             "of 1.5 nats > 1")
+    assert len(rel.degenerate_annealing({**d, "ais_increment_variance": 4.0})) == 2
+    assert rel.degenerate_annealing({**d, "ais_log_weight_sd": rel.AIS_SPREAD_MAX}) == []
+    assert rel.degenerate_annealing({"ais_log_weights": [-10.0], "ais_log_weight_sd": None,
+                                     "ais_increment_variance": None}) == []
+
+
 def test_degenerate_paths_from_few_first_variable_ancestors_with_test_points():
     d = {**HEALTHY, "ancestor_lineages": 17, "test_se_max": 0.01}
     assert rel.degenerate_paths(d, 10_000) == [
