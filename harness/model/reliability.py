@@ -99,8 +99,9 @@ The rules and their thresholds (measured; see the tests in tests/harness/test_re
   N = 2,000 (rho 0.9, 1e4, 3 seeds) ten populations were 71-113 nats low, all flagged. Not
   applied to the SOV family: on the study of the tail rule above (6 seeds) it flags no `sov`,
   `sov-tlr` or `minimax-tilting` run that the other rules do not (their off runs have sd <=
-  0.65 or are flagged already), and for `sir` it would add 3 off runs and 5 false alarms on
-  the quick sweep at budget 100 (populations of 10 particles, sd 1.1-4.2).
+  0.65 or are flagged already). `sir` applies it from 100 particles a population (methods.sir
+  .Sir.unreliable_reason); with 10 it would add 3 off runs and 5 false alarms on the quick
+  sweep at budget 100 (sd 1.1-4.2).
 
 - annealing (`ess`, `hmc`: methods.ais, R >= 2 AIS runs): the variance of a log weight that the
   increments imply (Σ Δτ² Var_τ(ℓ)) above LOG_Z_SD_MAX², or the runs' log weights with sd above

@@ -114,3 +114,14 @@ def test_tlr_path_against_the_exact_truth(spec):
 def test_tlr_memory_estimate_has_no_dense_term():
     large = Sir(factorisation="tlr").memory_estimate(500, 10, 1000)
     assert not any("dense" in p for p in [*large.held, *large.setup])
+
+
+def test_populations_that_disagree_are_unreliable_from_100_particles_each():
+    """The spread rule (sd of the populations' log Ẑ_k > 1 nat) applies to sir once each
+    population has 100 particles; below that it would flag easy problems (sd 1.1-4.2 at 10
+    particles a population), so it waits. Healthy spreads on easy problems are 0.02-0.55."""
+    d = {"randomisations": 10, "log_z_randomisation_sd": 1.62, "ess": 541.0,
+         "top_randomisation_share": 0.38}
+    assert "randomisations spread" in Sir().unreliable_reason(d, 10_000)
+    assert Sir().unreliable_reason(d, 999) == ""          # 99 particles a population
+    assert Sir().unreliable_reason({**d, "log_z_randomisation_sd": 0.55}, 10_000) == ""
