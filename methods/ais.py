@@ -28,7 +28,7 @@ R runs' spread of ℓ estimates Var_τ(ℓ), and σ² = Σ_t Δτ_t² Var_{τ_t}
 weight if its increments were independent (IncrementVariance), whence the SE sqrt((e^{σ²} − 1) / R)
 of the mean of R lognormal weights (at most σ). The SE reported is the larger of the two (None
 for one run).
-A run is `unreliable` when the runs' log weights have sd > 1 nat or σ² > 1 (harness.model
+A run is `unreliable` when σ² > 1 or the runs' log weights have sd > 1.5 nats (harness.model
 .reliability.degenerate_annealing): log w is then far from normal and a few runs cannot show the
 tail that Ẑ rests on.
 
@@ -111,8 +111,9 @@ class IncrementVariance:
     """Σ_t (τ_t − τ_{t−1})² s_t², with s_t² the variance of ℓ over the R AIS runs at the level
     where increment t is taken: the variance of an AIS log weight if its increments were
     independent (perfect transitions between temperatures; Grosse, Maddison & Salakhutdinov
-    2013). Poor mixing adds to the runs' spread, and so to s_t², rather than hiding.
-    None with one run."""
+    2013). Transitions that mix poorly correlate the increments, and then the sum is low
+    (2.5 against an observed 3.5 with 2 transitions a level): the runs' own spread is the
+    check for that (harness.model.reliability.degenerate_annealing). None with one run."""
 
     def __init__(self) -> None:
         self.total = 0.0
