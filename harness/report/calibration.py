@@ -106,6 +106,7 @@ class Calibration:
     no_truth: int = 0                   # answered jobs on problems without truth or reference
     no_se: dict[tuple[str, str], int] = field(default_factory=dict)   # (method, quantity)
     approximations: set[str] = field(default_factory=set)   # methods left out (not exact)
+    jobs: list[JobZ] = field(default_factory=list)   # every job with the truth, its z's
 
     def group(self, method: str, quantity: str, status: str = OK) -> Group | None:
         for g in self.groups:
@@ -216,7 +217,8 @@ def calibration(data: ReportData) -> Calibration:
     refs: dict[tuple[str, str, str], int] = {}
     no_se: dict[tuple[str, str, str], int] = {}
     out = Calibration()
-    for job in jobs_with_truth(data, out):
+    out.jobs = list(jobs_with_truth(data, out))
+    for job in out.jobs:
         for quantity, values in job.z.items():
             key = (job.row["method"], quantity, job.row["status"])
             if values is None:

@@ -105,7 +105,7 @@ def section(data: ReportData, palette) -> CalibrationSection | None:
     if not cal:
         return None
     spec = figure(cal, palette)
-    cells = rule_check.rule_cells(data)
+    cells = rule_check.rule_cells(cal)
     return CalibrationSection(cal, [spec] if spec is not None else [], table(cal, palette),
                               cells, rule_check.table(cells, data, palette))
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from harness.analysis.aggregate import OK, UNRELIABLE, ReportData
 from harness.report import titles
-from harness.report.calibration import TAIL, jobs_with_truth
+from harness.report.calibration import TAIL, Calibration
 from harness.report.style import fmt_budget
 
 COLUMNS = ["method", "problem", "budget", "runs", "off by > 3 SE", "off, flagged",
@@ -52,6 +52,10 @@ class RuleCell:
     def ok_and_off(self) -> int:
         return self.off - self.off_flagged
 
+    @property
+    def ok_runs(self) -> int:
+        return self.runs - self.off_flagged - self.within_flagged
+
 
 def worst_z(z: dict[str, np.ndarray | None]) -> float | None:
     """The largest |z| of one run over log Z and its test points; None without any SE."""
@@ -59,10 +63,11 @@ def worst_z(z: dict[str, np.ndarray | None]) -> float | None:
     return float(max(np.max(v) for v in values)) if values else None
 
 
-def rule_cells(data: ReportData) -> list[RuleCell]:
-    """One RuleCell per method × problem × budget with at least one run that has an SE."""
+def rule_cells(cal: Calibration) -> list[RuleCell]:
+    """One RuleCell per method × problem × budget with at least one run that has an SE, from
+    the jobs with the truth that the calibration read (their z's computed once)."""
     cells: dict[tuple[str, str, int], RuleCell] = {}
-    for job in jobs_with_truth(data):
+    for job in cal.jobs:
         worst = worst_z(job.z)
         if worst is None:
             continue
@@ -120,8 +125,7 @@ def table(cells: list[RuleCell], data: ReportData, palette):
             Cell(str(c.within), "num"),
             Cell(f"{c.within_flagged}/{c.within}" if c.within else "", "num"),
             Cell(str(c.ok_and_off), "bad num" if missed else "num"),
-            Cell(f"{c.worst_ok:.2f}" if c.runs - c.off_flagged - c.within_flagged else "",
-                 "num"),
+            Cell(f"{c.worst_ok:.2f}" if c.ok_runs else "", "num"),
         ])
     return Table("reliability_rule", "Does the reliability rule catch the misses?", COLUMNS,
                  rows, caption=caption(cells))

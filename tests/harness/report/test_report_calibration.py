@@ -294,7 +294,7 @@ def test_rule_table_counts_off_and_within_runs_by_status():
     ]
     problems = {"P": _summary("P"), "Q": {**_summary("Q"), "truth_kind": None}}
     data = agg.prepare(records, problems, {})
-    cells = rule_check.rule_cells(data)
+    cells = rule_check.rule_cells(calibration(data))
     assert len(cells) == 1
     c = cells[0]
     assert (c.method, c.problem, c.budget) == ("m", "P", 100)
