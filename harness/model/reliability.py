@@ -103,15 +103,19 @@ The rules and their thresholds (measured; see the tests in tests/harness/test_re
   .Sir.unreliable_reason); with 10 it would add 3 off runs and 5 false alarms on the quick
   sweep at budget 100 (sd 1.1-4.2).
 
-- annealing (`ess`, `hmc`: methods.ais, R >= 2 AIS runs): the variance of a log weight that the
-  increments imply (Σ Δτ² Var_τ(ℓ)) above LOG_Z_SD_MAX², or the runs' log weights with sd above
+- annealing (`ess`, `hmc`: methods.ais, R >= 2 AIS runs): the variance of a log weight that
+  the increments imply (their covariances over temperatures and over lags between levels,
+  methods.ais.IncrementVariance) above LOG_Z_SD_MAX², or the runs' log weights with sd above
   AIS_SPREAD_MAX = 1.5 (`degenerate_annealing`). Measured against exact truth (6 seeds a cell,
   docs/math.md §13): `hmc` at GPML's settings with 10-20 samples on the default sweep's linear
   problems and markov1d N = 150: 8 of 48 runs >= 3 SE off by the runs' SE alone, none by the
-  reported SE (the larger of the runs' and the increments'), 41 of 48 flagged; `ess` at 100-300
-  samples: 2 of 48 flagged (both within 3 SE), one markov1d run 4.6 SE off with the reported SE.
-  markov1d N = 1,000 at 1,000 samples: 9 of 10 `ess` runs flagged, among them 5 of the 6 that
-  were 3.0-6.7 SE off.
+  reported SE, 41 of 48 flagged. markov1d N = 1,000 (rho 0.8), `ess` at 1,000 samples, 10
+  seeds: 0.5-5.8 nats low; with lag 0 alone (σ² 0.58-0.81) 5 were >= 3 SE off and 2 of them
+  stored ok; with the lags (σ² 3.5-14, the runs' observed sd 0.7-5.0) all 10 are flagged.
+  The lags' price on the default sweep's linear problems and markov1d N = 150 (6 seeds of `ess`
+  at 100 and 300 samples, 3 of `hmc` at 50 and 100): 7 more runs flagged, all within 3 SE, with
+  σ² 1.07-1.6 (4 of them `ess` at 100 samples on markov1d); the one run off before (`ess`,
+  markov1d at 300, 1.5 nats low, 4.2 SE) is 2.8 of the SE the lags give.
 
 What no rule catches (same studies): `minimax-tilting`'s standard errors come from 10
 randomisations (9 degrees of freedom), so the worst of 20 test points lies beyond 3 SE in about
@@ -193,14 +197,13 @@ def spread_randomisations(diagnostics: Mapping, budget: int) -> list[str]:
 
 def degenerate_annealing(diagnostics: Mapping) -> list[str]:
     """Reasons (or none) that annealed importance sampling's log Ẑ and its standard error rest on
-    heavy-tailed weights: with R >= 2 runs, the variance their increments imply
-    (`ais_increment_variance`, Σ_t Δτ_t² Var_t(ℓ): methods.ais.IncrementVariance) above
-    LOG_Z_SD_MAX² (past that, log w is far from normal, E log w lies about Var(log w) / 2
-    below log Z, and a few runs cannot show the tail that Ẑ needs), or the sd of their log
-    weights (`ais_log_weight_sd`) above AIS_SPREAD_MAX: the increments assume transitions
-    that mix, and runs that lag behind their tempered targets differ by more than they say.
-    The sd of R = 3 runs has 2 degrees of freedom, so its limit sits higher: at a true sd of
-    0.7 it exceeds 1.5 in 1 % of runs (1 would be exceeded in 13 %)."""
+    heavy-tailed weights: with R >= 2 runs, the variance of a log weight that their increments
+    imply (`ais_increment_variance`: methods.ais.IncrementVariance, their covariances summed over
+    temperatures and lags) above LOG_Z_SD_MAX² (past that, log w is far from normal, E log w
+    lies about Var(log w) / 2 below log Z, and a few runs cannot show the tail that Ẑ needs), or
+    the sd of their log weights (`ais_log_weight_sd`) above AIS_SPREAD_MAX. That sd has R − 1
+    degrees of freedom (2 with three runs), so its limit sits higher: at a true sd of 0.7 it
+    exceeds 1.5 in 1 % of runs (1 would be exceeded in 13 %)."""
     reasons = []
     sd = diagnostics.get("ais_log_weight_sd")
     runs = len(diagnostics.get("ais_log_weights") or ())
@@ -211,10 +214,11 @@ def degenerate_annealing(diagnostics: Mapping) -> list[str]:
                        "transitions)")
     var = diagnostics.get("ais_increment_variance")
     if var is not None and runs >= 2 and var > LOG_Z_SD_MAX ** 2:
-        reasons.append(f"annealing too coarse: the AIS increments imply a log-weight sd of "
-                       f"{math.sqrt(var):.3g} nats > {LOG_Z_SD_MAX:g} (Σ Δτ² Var(ℓ) over "
-                       "the temperatures), so log Ẑ is biased low by about half its square and "
-                       "the standard error does not cover the error (more temperatures)")
+        reasons.append(f"annealing too coarse or too slow: the AIS increments imply a log-weight "
+                       f"sd of {math.sqrt(var):.3g} nats > {LOG_Z_SD_MAX:g} (their covariances "
+                       "over temperatures and lags), so log Ẑ is biased low by about half its "
+                       "square and the standard error does not cover the error (more "
+                       "temperatures, or more transitions a temperature: skip)")
     return reasons
 
 

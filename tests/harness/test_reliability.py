@@ -78,8 +78,8 @@ def test_annealing_with_spread_runs_or_large_increment_variance():
     assert [r.split(":")[0] for r in rel.degenerate_annealing(d)] == ["AIS runs spread"]
     d2 = {**d, "ais_log_weight_sd": 0.3, "ais_increment_variance": 2.25}
     (reason,) = rel.degenerate_annealing(d2)
-    assert reason.startswith("annealing too coarse: the AIS increments imply a log-weight sd "
-                             "of 1.5 nats > 1")
+    assert reason.startswith("annealing too coarse or too slow: the AIS increments imply a "
+                             "log-weight sd of 1.5 nats > 1")
     assert len(rel.degenerate_annealing({**d, "ais_increment_variance": 4.0})) == 2
     assert rel.degenerate_annealing({**d, "ais_log_weight_sd": rel.AIS_SPREAD_MAX}) == []
     assert rel.degenerate_annealing({"ais_log_weights": [-10.0], "ais_log_weight_sd": None,

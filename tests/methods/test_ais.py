@@ -11,8 +11,9 @@ from harness.core.errors import InputError
 from harness.core.kernels import RBF
 from harness.datasets.linear1d import FAMILY as LINEAR1D
 from harness.datasets.linear1d import linear1d
+from harness.datasets.markov1d import markov1d
 from harness.datasets.onefactor import onefactor
-from harness.methods.ais import combine_ais, temperature_schedule
+from harness.methods.ais import IncrementVariance, combine_ais, temperature_schedule
 from harness.methods.ess import EllipticalSlice
 from harness.methods.hmc import HamiltonianMC
 from harness.model.latent import (
@@ -116,19 +117,66 @@ def test_ais_weights_are_unbiased_for_z(cls):
     assert est.log_marginal_likelihood_se == max(d["log_z_runs_se"], d["log_z_increments_se"])
 
 
+def test_increment_variance_sums_the_autocovariances_of_the_increments():
+    """Γ(k) sums a_{t,r} a_{t+k,r} over levels and runs (deviations from the runs' mean at each
+    level, divided by R − 1); summed over every lag it is exactly the runs' sample variance of
+    their log weights, lag 0 alone the variance of independent increments, and the reported
+    variance lies between, never below lag 0."""
+    rng = np.random.default_rng(4)
+    walk = np.cumsum(rng.standard_normal((300, 5)), axis=0) * 0.02     # correlated levels
+    steps = rng.uniform(0.5, 1.5, 300)
+    iv = IncrementVariance()
+    for step, row in zip(steps, walk, strict=True):
+        iv.add(step, row)
+    a = steps[:, None] * (walk - walk.mean(axis=1, keepdims=True))
+    gamma = np.array([(a[:300 - k] * a[k:]).sum() / 4 for k in range(300)])
+    np.testing.assert_allclose(iv._autocovariances(), gamma, rtol=1e-9, atol=1e-12)
+    log_w = (steps[:, None] * walk).sum(axis=0)
+    assert gamma[0] + 2 * gamma[1:].sum() == pytest.approx(log_w.var(ddof=1), rel=1e-9)
+    assert iv.independent == pytest.approx(gamma[0], rel=1e-12)
+    assert 3 * iv.independent < iv.variance
+    white = IncrementVariance()
+    for row in rng.standard_normal((300, 5)):
+        white.add(1.0, row)
+    assert white.independent <= white.variance <= 1.3 * white.independent
+    one = IncrementVariance()
+    one.add(1.0, np.array([2.0]))
+    assert one.variance is None and one.independent is None
+
+
+@pytest.mark.parametrize("skip", [10, 2])
 @pytest.mark.parametrize("cls", SAMPLERS, ids=lambda c: c.name)
-def test_increment_variance_is_the_variance_of_the_log_weights(cls):
-    """With transitions that mix between temperatures the increments of a log weight are nearly
-    independent, so Σ Δτ² Var_τ(ℓ) (from the runs' spread of ℓ at each level) matches the
-    variance of the log weights over many runs (measured: 0.366 against 0.375 for ess and
-    0.367 against 0.473 for hmc at 2,000 runs; 2.5 against 3.5 with 2 transitions a level,
-    where slow mixing correlates the increments, so the sum is a lower bound)."""
+def test_increment_variance_is_the_variance_of_the_log_weights(cls, skip):
+    """The increments' variance, summed over lags, matches the variance of the log weights over
+    many runs (measured at 1,000 runs: ess 0.383 against 0.376 with 10 transitions a level,
+    0.715 against 0.709 with 2; hmc 0.529 against 0.518 and 0.861 against 0.864). Lag 0 alone
+    (independent increments) is close with 10 transitions a level and low with 2 (0.40),
+    where slow mixing correlates the increments."""
     problem, _ = _three_point_problem()
-    est = cls(skip=10, burn_in=1, ais_runs=1000, temperatures=20).estimate(
+    est = cls(skip=skip, burn_in=1, ais_runs=1000, temperatures=20).estimate(
         problem, 5, np.random.default_rng(3))
-    lw = np.array(est.diagnostics["ais_log_weights"])
-    iv = est.diagnostics["ais_increment_variance"]
-    assert 0.7 * lw.var(ddof=1) <= iv <= 1.3 * lw.var(ddof=1), (iv, lw.var(ddof=1))
+    d = est.diagnostics
+    observed = np.var(d["ais_log_weights"], ddof=1)
+    assert 0.85 * observed <= d["ais_increment_variance"] <= 1.15 * observed, (d, observed)
+    if skip == 2:
+        assert d["ais_increment_variance_independent"] < 0.7 * observed
+
+
+def test_slow_transitions_are_unreliable_and_their_error_covered():
+    """markov1d N = 150 (neighbour correlation 0.9) with 2 elliptical-slice transitions a level:
+    the runs lag behind the tempered targets and end 0.2-4.6 nats low. Lag 0 of the increments
+    says σ² < 1 (0.3-0.9) and the three runs' SE misses by up to 5 SEs; the lags (σ² 3-33) flag
+    every run, and the SE they give covers its error."""
+    problem = markov1d(n_train=150, rho=0.9, beta=1.0, n_test=20)
+    truth = problem.truth.log_marginal_likelihood
+    for seed in range(6):
+        est = EllipticalSlice(skip=2, temperatures=200, burn_in=2).estimate(
+            problem, 50, np.random.default_rng(seed))
+        d = est.diagnostics
+        assert d["ais_increment_variance_independent"] < 1 < d["ais_increment_variance"], d
+        assert est.status == "unreliable" and "too slow" in est.reason, est.reason
+        err = abs(est.log_marginal_likelihood - truth)
+        assert err <= 3 * est.log_marginal_likelihood_se, (seed, err, d)
 
 
 @pytest.mark.parametrize("cls", SAMPLERS, ids=lambda c: c.name)
@@ -226,10 +274,16 @@ def test_rbf_log_z_agrees_with_sequential_methods_and_gpml_bias_is_visible():
         combined = np.hypot(est.log_marginal_likelihood_se, ref.log_marginal_likelihood_se)
         assert abs(est.log_marginal_likelihood - ref.log_marginal_likelihood) <= 3 * combined, (
             name, est.log_marginal_likelihood, ref.log_marginal_likelihood, combined)
-    # GPML's AIS error grows as the schedule gets shorter (~1/T): 50 temperatures, 160 runs
-    # (with 40 runs its 1.9 nats were 2.5 of the SE that the increments give)
-    gpml = EllipticalSlice(ais_runs=160, temperatures=50, gpml_compat=True).estimate(
-        problem, 10, np.random.default_rng(4))
-    bias = gpml.log_marginal_likelihood - ref.log_marginal_likelihood
-    assert bias > 3 * np.hypot(gpml.log_marginal_likelihood_se,
-                               ref.log_marginal_likelihood_se), bias
+    # GPML's AIS error: its increments use states already moved at the new temperature, so its
+    # log weights sit above those of a valid AIS (whose E log w lies below log Z) at the same
+    # schedule. 50 temperatures, 40 runs each: mean log w −132.24 ± 0.38 against −135.41 ± 0.49
+    # (its log Ẑ is not a fair test: with Var(log w) ≈ 7 here the SE that the increments give,
+    # summed over lags, is ~2.7 nats, so the ~1-3 nats of bias in log Ẑ are within it).
+    mean_log_w = {}
+    for compat in (True, False):
+        log_w = np.array(EllipticalSlice(ais_runs=40, temperatures=50, gpml_compat=compat)
+                         .estimate(problem, 10, np.random.default_rng(4))
+                         .diagnostics["ais_log_weights"])
+        mean_log_w[compat] = (log_w.mean(), log_w.std(ddof=1) / np.sqrt(len(log_w)))
+    gap = mean_log_w[True][0] - mean_log_w[False][0]
+    assert gap > 3 * np.hypot(mean_log_w[True][1], mean_log_w[False][1]), mean_log_w
