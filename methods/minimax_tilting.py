@@ -57,7 +57,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.core.saddle_point import solve_saddle_point
+from harness.core.saddle_point import mills, solve_saddle_point
 from harness.core.tlr_ops import TileLowRankOperator
 from harness.core.truncnorm import draw_above
 from harness.methods.sov import Factor, SetupFailed, Sov, SovStep
@@ -74,23 +74,80 @@ from harness.model.reliability import (
 
 
 class TiltStep(SovStep):
-    """SOV's step with the proposal of variable j shifted by μ_j (module doc)."""
+    """SOV's step with the proposal of variable j shifted by μ_j (module doc). With `twist`
+    (the inverse Mills ratios P at the saddle point) the weight of variable j is the twisted
+    one, log Φ(t_j + μ_j) + μ_j²/2 − P_j t_j (docs/math.md §7): over a whole path the same
+    product as Botev's, but spread so that every partial product is a fair weight to resample
+    on (methods.sir, proposal 'tilted'). All shifts and twists zero is SOV's step."""
 
-    def __init__(self, E: np.ndarray, mu: np.ndarray):
+    def __init__(self, E: np.ndarray, mu: np.ndarray, twist: np.ndarray | None = None):
         super().__init__(E)
         self.mu = mu
+        self.twist = twist
 
     def __call__(self, j: int, t: np.ndarray):
         m = self.mu[j]
-        if m == 0.0:
+        p = 0.0 if self.twist is None else self.twist[j]
+        if m == 0.0 and p == 0.0:
             return super().__call__(j, t)
+        if self.twist is not None:
+            self.logw += 0.5 * m * m - p * t               # μ²/2 − P t, before t moves
         t += m
         y, lp = draw_above(t, self.E[j], overwrite=True)   # y = z - μ_j >= -(t_j + μ_j)
-        lp -= 0.5 * m * m
-        lp -= m * y
-        self.logw += lp                                     # log Φ + μ²/2 - μ z
+        if self.twist is None:
+            lp -= 0.5 * m * m
+            lp -= m * y                                     # log Φ + μ²/2 - μ z
+        self.logw += lp
         y += m
         return y, None
+
+
+class SaddleShifts:
+    """The saddle point of the factor a method walks (the dense factor in its ordering, or on
+    the tlr path the tile-low-rank operator), solved once per problem and cached: the shifts μ,
+    the twists P = φ(t* + μ) / Φ(t* + μ) at the saddle point's x (t* = L̃ x, docs/math.md §7),
+    and the solver's diagnostics. Shared by `minimax-tilting` and `sir` (proposal 'tilted');
+    the class needs TiledOrdering's and Sov's factor methods."""
+
+    tolerance: float
+
+    def saddle_factor(self, problem: Problem) -> tuple[tuple, Callable[[], object]]:
+        """(cache key, a maker of the factor the saddle point is solved with): the reordered
+        dense factor, or on the tlr path the tile-low-rank operator."""
+        if self.uses_tlr(problem.n_train):
+            f = self.tlr_factor(problem)
+            return (("minimax-tilting", "tlr", f.order_kind, f.tile, self.tolerance),
+                    lambda: TileLowRankOperator(f))
+        kind, tile = self.ordering(problem)
+        return (("minimax-tilting", kind, tile),
+                lambda: ordered_problem(problem, kind, tile).chol)
+
+    def shifts(self, problem: Problem) -> tuple[np.ndarray, np.ndarray, dict]:
+        """(μ, P, diagnostics with the solver's CPU seconds) for this problem's factor."""
+        key, factor = self.saddle_factor(problem)
+
+        def build():
+            L = factor()
+            t0 = time.thread_time()
+            sp = solve_saddle_point(L)
+            if isinstance(L, np.ndarray):
+                diag, lx = np.diag(L), L @ sp.x
+            else:
+                diag, lx = L.diag, L.lower(sp.x)
+            twist = mills(lx / diag - sp.x + sp.mu)
+            return sp.mu, twist, {**sp.diagnostics(),
+                                  "saddle_seconds": time.thread_time() - t0}
+
+        return cached(problem, key, build)
+
+    def saddle_set_up(self, problem: Problem) -> tuple[np.ndarray, np.ndarray, dict]:
+        """shifts(), with a solver failure as SetupFailed and |μ|'s maximum in the
+        diagnostics."""
+        try:
+            mu, twist, info = self.shifts(problem)
+        except np.linalg.LinAlgError as exc:
+            raise SetupFailed(f"the saddle-point system could not be solved: {exc}") from None
+        return mu, twist, {**info, "mu_max_abs": float(np.max(np.abs(mu)))}
 
 
 def with_saddle_vectors(est: MemoryEstimate, n_train: int) -> MemoryEstimate:
@@ -101,7 +158,7 @@ def with_saddle_vectors(est: MemoryEstimate, n_train: int) -> MemoryEstimate:
                           {**est.setup, "saddle-point vectors": 64 * 8 * n_train})
 
 
-class MinimaxTilting(TiledOrdering, Sov):
+class MinimaxTilting(SaddleShifts, TiledOrdering, Sov):
     """Botev's minimax exponential tilting on the SOV engine (module doc)."""
 
     name = "minimax-tilting"
@@ -120,30 +177,6 @@ class MinimaxTilting(TiledOrdering, Sov):
         self.tolerance = tolerance
         self.factorisation = factorisation
 
-    def saddle_factor(self, problem: Problem) -> tuple[tuple, Callable[[], object]]:
-        """(cache key, a maker of the factor the saddle point is solved with): the reordered
-        dense factor, or on the tlr path the tile-low-rank operator."""
-        if self.uses_tlr(problem.n_train):
-            f = self.tlr_factor(problem)
-            return (("minimax-tilting", "tlr", f.order_kind, f.tile, self.tolerance),
-                    lambda: TileLowRankOperator(f))
-        kind, tile = self.ordering(problem)
-        return (("minimax-tilting", kind, tile),
-                lambda: ordered_problem(problem, kind, tile).chol)
-
-    def shifts(self, problem: Problem) -> tuple[np.ndarray, dict]:
-        """The saddle-point shifts for this problem's factor (saddle_factor; cached per
-        problem), with the solver's diagnostics and CPU seconds."""
-        key, factor = self.saddle_factor(problem)
-
-        def build():
-            L = factor()
-            t0 = time.thread_time()
-            sp = solve_saddle_point(L)
-            return sp.mu, {**sp.diagnostics(), "saddle_seconds": time.thread_time() - t0}
-
-        return cached(problem, key, build)
-
     def prepare(self, problem: Problem) -> None:
         super().prepare(problem)
         self.shifts(problem)
@@ -160,11 +193,8 @@ class MinimaxTilting(TiledOrdering, Sov):
         """SOV's factor, and the saddle-point shifts μ with their diagnostics (cached per
         problem, so identical in every part of a split estimate)."""
         fac, setup = super().set_up(problem)
-        try:
-            self._mu, info = self.shifts(problem)
-        except np.linalg.LinAlgError as exc:
-            raise SetupFailed(f"the saddle-point system could not be solved: {exc}") from None
-        return fac, {**setup, **info, "mu_max_abs": float(np.max(np.abs(self._mu)))}
+        self._mu, _, info = self.saddle_set_up(problem)
+        return fac, {**setup, **info}
 
     def unreliable_reason(self, diagnostics: dict, budget: int) -> str:
         """SOV's rules, and shifts far from the saddle point (harness.model.reliability)."""

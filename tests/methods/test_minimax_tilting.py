@@ -39,9 +39,10 @@ def test_analytic_jacobian_matches_finite_differences():
 def test_saddle_point_solves_the_system():
     problem = linear1d(n_train=50, n_test=4, seed=3)
     method = MinimaxTilting()
-    mu, info = method.shifts(problem)
+    mu, twist, info = method.shifts(problem)
     assert info["saddle_residual"] < 1e-8 and info["saddle_converged"] == 1
     assert mu[-1] == 0.0 and np.any(mu != 0.0)
+    assert twist.shape == mu.shape and np.all(np.isfinite(twist)) and np.all(twist > 0)
     assert info["saddle_iterations"] >= 1 and info["saddle_cg_iterations"] >= 1
 
 
