@@ -76,7 +76,7 @@ from harness.model.reliability import (
 class TiltStep(SovStep):
     """SOV's step with the proposal of variable j shifted by μ_j (module doc). With `twist`
     (the inverse Mills ratios P at the saddle point) the weight of variable j is the twisted
-    one, log Φ(t_j + μ_j) + μ_j²/2 − P_j t_j (docs/math.md §7): over a whole path the same
+    one, log Φ(t_j + μ_j) + μ_j²/2 − P_j t_j (docs/math.md §7b): over a whole path the same
     product as Botev's, but spread so that every partial product is a fair weight to resample
     on (methods.sir, proposal 'tilted'). All shifts and twists zero is SOV's step."""
 
