@@ -127,19 +127,18 @@ def test_populations_that_disagree_are_unreliable_from_100_particles_each():
     assert Sir().unreliable_reason({**d, "log_z_randomisation_sd": 0.55}, 10_000) == ""
 
 
-# ---- the tilted proposal with twisted weights (proposal = 'tilted', docs/math.md §7) ---------
+# ---- the tilted proposal with twisted weights (proposal = 'tilted', docs/math.md §7b) --------
 def test_twisted_weights_multiply_to_botevs_weight_over_a_path():
     """The twisted weights (log Φ(t_j + μ_j) + μ_j²/2 − P_j t_j) and Botev's (… − μ_j z_j) differ
     variable by variable but not over a whole path, because μ_k = Σ_{j>k} L̃_jk P_j at the saddle
     point: same draws, same total log weight."""
-    from harness.core.saddle_point import solve_saddle_point
+    from harness.core.saddle_point import mills, solve_saddle_point
     from harness.methods.minimax_tilting import TiltStep
 
     R = onefactor(n=12, seed=3, dmin=-0.9, dmax=0.9).R
     L = np.linalg.cholesky(R)
     sp = solve_saddle_point(L)
     t_star = (L @ sp.x) / np.diag(L) - sp.x
-    from harness.core.saddle_point import mills
     twist = mills(t_star + sp.mu)
     E = np.random.default_rng(0).random((12, 50))
     totals = {}
