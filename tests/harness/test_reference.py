@@ -149,7 +149,9 @@ def test_budget_and_cpu_caps_stop_the_rounds():
 
 # ---- the command line -------------------------------------------------------------------------
 def test_reference_command_writes_json_a_file_and_the_store(tmp_path, capsys):
-    """A user's problem file gets a reference beside it; `run` then measures against it."""
+    """A user's problem file gets a reference beside it; `run` then measures against it. (No
+    check method: its budget is a share of the reference's measured CPU time, so whether it
+    agrees depends on the machine's load; the checks have tests of their own above.)"""
     p = make_problem(SMALL)
     data = tmp_path / "mine.npz"
     np.savez(data, X_train=p.X_train, y_train=p.y_train, X_test=p.X_test, kernel="rbf",
@@ -158,9 +160,9 @@ def test_reference_command_writes_json_a_file_and_the_store(tmp_path, capsys):
     store = tmp_path / "s.sqlite"
     code = main(["reference", str(data), "--method", "sov", "--budget", "16000",
                  "--round-budget", "8000", "--target-se", "0.5", "--target-test-se", "0.5",
-                 "--json", "--out", str(out), "--store", str(store)])
+                 "--check-method", "none", "--json", "--out", str(out), "--store", str(store)])
     r = json.loads(capsys.readouterr().out)
-    assert code == 0 and r["method"] == "sov" and r["stopped"] == "targets reached"
+    assert code == 0 and r["method"] == "sov" and r["stopped"] == "targets reached", r["checks"]
     for field in ("log_marginal_likelihood", "log_marginal_likelihood_se",
                   "test_probabilities", "test_probabilities_se", "cpu_seconds", "budget"):
         assert field in r
