@@ -189,9 +189,9 @@ class JobZ:
     reference: bool                        # measured against a reference (not exact truth)
 
 
-def jobs_with_truth(data: ReportData, out: Calibration | None = None):
+def jobs_with_truth(data: ReportData, out: Calibration):
     """Every ok or unreliable job of an exact method on a problem with the truth, as JobZ; the
-    jobs of approximations and those without the truth are counted on `out` if given."""
+    jobs of approximations and those without the truth are counted on `out`."""
     jobs = data.jobs
     for i in range(len(jobs)):
         row = jobs.iloc[i]
@@ -200,12 +200,10 @@ def jobs_with_truth(data: ReportData, out: Calibration | None = None):
         record = data.records[i] if i < len(data.records) else {}
         s = data.problems.get(row["problem"], {})
         if not bool(row.get("exact_method", True)):
-            if out is not None:
-                out.approximations.add(row["method"])   # its SE is of its own approximation
+            out.approximations.add(row["method"])   # its SE is of its own approximation
             continue
         if not s.get("truth_kind"):
-            if out is not None:
-                out.no_truth += 1
+            out.no_truth += 1
             continue
         yield JobZ(row, job_z(row, record, s), s.get("truth_kind") == "reference")
 
