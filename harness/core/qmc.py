@@ -69,17 +69,17 @@ AUTO_POINTS_EACH = 25     # "randomisations = 0": about this many points per ran
 AUTO_MIN, AUTO_MAX = 10, 40   # between these many randomisations
 
 
-def auto_randomisations(budget: int) -> int:
-    """K for "randomisations = 0" (docs/math.md §6): budget // 25 clipped to [10, 40], so 40
-    from 1,000 points on. The standard error from K randomisations has K - 1 degrees of
-    freedom; with heavy-tailed weights (Pareto k̂ 0.5-0.9: minimax-tilting on markov1d,
-    N = 2,000) K = 10 gave (estimate - truth) / SE like a t with 9 d.o.f.: 15-20 of 30 runs
-    with one of 50 test probabilities beyond 3 SE and log Z up to 6 SE off, where K = 40 gave
-    7-14 of 30 and log Z beyond 3 SE in 1 of 120 runs (3.3; benchmarks/bench_randomisations.py,
-    10^3 and 10^4 points, rho = 0.9 and 0.99). The price is
-    QMC's gain inside a randomisation: on easy problems (onefactor n = 100) K = 40 has ~1.6x
-    the error of K = 10 at 10^4 points."""
-    return int(min(AUTO_MAX, max(AUTO_MIN, int(budget) // AUTO_POINTS_EACH)))
+def auto_randomisations(budget: int, points_each: int = AUTO_POINTS_EACH) -> int:
+    """K for "randomisations = 0" (docs/math.md §6): budget // points_each (25 for the QMC methods;
+    methods.sir passes its own) clipped to [10, 40], so 40 from 1,000 points on. The standard
+    error from K randomisations has K - 1 degrees of freedom; with heavy-tailed weights (Pareto
+    k̂ 0.5-0.9: minimax-tilting on markov1d, N = 2,000) K = 10 gave (estimate - truth) / SE like
+    a t with 9 d.o.f.: 15-20 of 30 runs with one of 50 test probabilities beyond 3 SE and log Z
+    up to 6 SE off, where K = 40 gave 7-14 of 30 and log Z beyond 3 SE in 1 of 120 runs (3.3;
+    benchmarks/bench_randomisations.py, 10^3 and 10^4 points, rho = 0.9 and 0.99). The price is
+    QMC's gain inside a randomisation: on easy problems (onefactor n = 100) K = 40 has ~1.6x the
+    error of K = 10 at 10^4 points."""
+    return int(min(AUTO_MAX, max(AUTO_MIN, int(budget) // points_each)))
 
 
 class PointSet:

@@ -66,6 +66,15 @@ def test_resample_indices_follow_the_weights(how):
         assert np.all(np.abs(c - 4 * p) < 1)
 
 
+def test_populations_are_about_200_particles_by_default():
+    """randomisations = 0 (the default): budget // 200 populations, between 10 and 40."""
+    assert [Sir().randomisations_for(b) for b in (100, 2000, 4000, 6100, 8000, 10**5)] \
+        == [10, 10, 20, 30, 40, 40]
+    assert Sir(randomisations=7).randomisations_for(4000) == 7
+    est = Sir().estimate(linear1d(n_train=30, n_test=2, seed=1), 4000, np.random.default_rng(0))
+    assert est.diagnostics["randomisations"] == 20
+
+
 @pytest.mark.parametrize("bad", [{"ess_threshold": 1.5}, {"ess_threshold": -0.1},
                                  {"resampling": "stratified-ish"}, {"randomisations": -1}])
 def test_bad_settings_are_refused(bad):
