@@ -235,6 +235,7 @@ class VecchiaTilting(VecchiaSov, MinimaxTilting):
     set-up and reliability rules, with the saddle point of ψ for the sparse factor."""
 
     name = "vecchia-tilting"
+    walk = "importance"   # not a setting: Botev's estimator on every N (MinimaxTilting.walk)
     summary = ("minimax exponential tilting on the Vecchia approximation (Cao & Katzfuss 2024): "
                "saddle point on the sparse factor, O(N m) per sample; estimates P(v >= 0) "
                "under the approximated covariance, not the exact Z")
