@@ -46,6 +46,7 @@ def main():
     warnings.simplefilter("ignore")
 
     import harness.methods.minimax_tilting as mt
+    import harness.methods.tilted_walk as tw
     from harness.core.saddle_point import solve_saddle_point
     from harness.plugins.specs import make_problem
 
@@ -54,7 +55,7 @@ def main():
             make_problem.cache_clear()   # a fresh problem: no saddle point cached on it
             problem = make_problem(spec)
             truth = problem.truth.log_marginal_likelihood
-            mt.solve_saddle_point = lambda L, cap=cap: solve_saddle_point(L, max_iter=cap)
+            tw.solve_saddle_point = lambda L, cap=cap: solve_saddle_point(L, max_iter=cap)
             z, k_hat, status = [], [], ""
             for seed in range(args.seeds):
                 est = mt.MinimaxTilting().estimate(problem, args.budget,

@@ -24,7 +24,7 @@ SOV's (Sir subclasses Sov and only replaces the step).
 
 Tilted proposal (setting `proposal`, docs/math.md §7b): 'sov' (the default) is the walk above;
 'tilted' draws z_j from minimax tilting's shifted proposal N(μ_j, 1) truncated to z_j >= -t_j
-(the saddle point of the same factor and ordering: methods.minimax_tilting.SaddleShifts) and
+(the saddle point of the same factor and ordering: methods.tilted_walk.SaddleShifts) and
 weights it by the twisted increment log Φ(t_j + μ_j) + μ_j²/2 - P_j t_j (P the inverse Mills
 ratios at the saddle point), whose product over a path is tilting's weight and whose partial
 products are fair weights of the prefix, so resampling on them keeps tilting's proposal and
@@ -52,8 +52,8 @@ import numpy as np
 
 from harness.core.qmc import auto_randomisations
 from harness.core.sequential import Resample
-from harness.methods.minimax_tilting import SaddleShifts, TiltStep, with_saddle_vectors
 from harness.methods.sov import Factor, Sov
+from harness.methods.tilted_walk import SaddleShifts, TiltStep, with_saddle_vectors
 from harness.methods.tlr_path import TILED_ORDERINGS, TLR_CONSTRAINTS, TiledOrdering
 from harness.model.constraints import Number, OneOf
 from harness.model.footprint import MemoryEstimate
@@ -88,7 +88,7 @@ def resample_indices(logw: np.ndarray, how: str, rng: np.random.Generator) -> np
 
 class SirStep(TiltStep):
     """The proposal's weight-and-draw step (SOV's, or with `mu` and `twist` tilting's shifted
-    proposal with twisted weights: methods.minimax_tilting.TiltStep), then per-population
+    proposal with twisted weights: methods.tilted_walk.TiltStep), then per-population
     resampling when the ESS is low."""
 
     def __init__(self, E: np.ndarray, rows, threshold: float, how: str,

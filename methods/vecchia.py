@@ -58,8 +58,9 @@ from harness.core.vecchia import (
     strongest_order,
     test_correlation_neighbours,
 )
-from harness.methods.minimax_tilting import MinimaxTilting, with_saddle_vectors
+from harness.methods.minimax_tilting import MinimaxTilting
 from harness.methods.sov import Factor, SetupFailed, Sov
+from harness.methods.tilted_walk import with_saddle_vectors
 from harness.model.constraints import Integer, OneOf
 from harness.model.footprint import MemoryEstimate
 from harness.model.ordered import cached

@@ -92,10 +92,11 @@ PART_RANDOMISATIONS = 10   # randomisations per part where the method would choo
 
 def unbiased_method(name: str, settings: dict[str, Any], field: str = "--method") -> Method:
     """A registered method instance whose Ẑ is unbiased and whose estimate splits into parts.
-    A method that would choose its randomisations by the budget (`randomisations = 0`,
+    A QMC method that would choose its randomisations by the budget (`randomisations = 0`,
     minimax-tilting's default) gets PART_RANDOMISATIONS per part unless they are set: a
     reference pools tens of parts, so its standard errors have hundreds of degrees of freedom
-    already, and larger randomisations keep QMC's gain (docs/math.md §6)."""
+    already, and larger randomisations keep QMC's gain (docs/math.md §6). Methods with random
+    points (`sir`: populations of about 200 particles) keep their own choice."""
     from harness.plugins.registry import get_method
 
     try:
@@ -103,7 +104,8 @@ def unbiased_method(name: str, settings: dict[str, Any], field: str = "--method"
     except InputError as exc:
         raise InputError(field, str(exc).partition(": ")[2]) from None
     method = cls.from_settings(settings)
-    if getattr(method, "randomisations", None) == 0 and "randomisations" not in settings:
+    if getattr(method, "randomisations", None) == 0 and "randomisations" not in settings \
+            and getattr(method, "points", "random") != "random":
         method = cls.from_settings({**settings, "randomisations": PART_RANDOMISATIONS})
     if not method.unbiased_z():
         raise InputError(field, f"{method.label()} does not give an unbiased Ẑ, so it cannot "

@@ -47,10 +47,10 @@ def test_saddle_point_solves_the_system():
 
 
 def test_an_unconverged_saddle_point_still_estimates_and_says_so(monkeypatch):
-    import harness.methods.minimax_tilting as mt
+    import harness.methods.tilted_walk as tw
     from harness.core.saddle_point import solve_saddle_point
 
-    monkeypatch.setattr(mt, "solve_saddle_point", lambda L: solve_saddle_point(L, max_iter=1))
+    monkeypatch.setattr(tw, "solve_saddle_point", lambda L: solve_saddle_point(L, max_iter=1))
     problem = onefactor(n=40, seed=6, dmin=0.95, dmax=0.999, random_signs=True)
     est = MinimaxTilting().estimate(problem, 2000, np.random.default_rng(0))
     assert est.status == "ok" and est.diagnostics["saddle_converged"] == 0
@@ -63,10 +63,10 @@ def test_an_unconverged_saddle_point_still_estimates_and_says_so(monkeypatch):
 def test_a_far_unconverged_saddle_point_on_a_nearly_singular_problem_is_unreliable(monkeypatch):
     """Two Newton steps on |d_i| = 1 - 1e-9 leave λ² = 3.7: log Ẑ 1.5-4.8 SE low over seeds
     (benchmarks/bench_saddle_caps.py), flagged by the decrement (harness.model.reliability)."""
-    import harness.methods.minimax_tilting as mt
+    import harness.methods.tilted_walk as tw
     from harness.core.saddle_point import solve_saddle_point
 
-    monkeypatch.setattr(mt, "solve_saddle_point", lambda L: solve_saddle_point(L, max_iter=2))
+    monkeypatch.setattr(tw, "solve_saddle_point", lambda L: solve_saddle_point(L, max_iter=2))
     d = 0.999999999   # a problem of its own (not make_problem's cached one): μ is cached on it
     problem = onefactor(n=10, dmin=d, dmax=d, random_signs=True)
     est = MinimaxTilting().estimate(problem, 1000, np.random.default_rng(0))

@@ -142,7 +142,7 @@ def test_twisted_weights_multiply_to_botevs_weight_over_a_path():
     variable by variable but not over a whole path, because μ_k = Σ_{j>k} L̃_jk P_j at the saddle
     point: same draws, same total log weight."""
     from harness.core.saddle_point import mills, solve_saddle_point
-    from harness.methods.minimax_tilting import TiltStep
+    from harness.methods.tilted_walk import TiltStep
 
     R = onefactor(n=12, seed=3, dmin=-0.9, dmax=0.9).R
     L = np.linalg.cholesky(R)
