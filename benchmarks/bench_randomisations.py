@@ -64,7 +64,7 @@ def z_scores(sums: SovSums, truth, g: int) -> tuple[float, np.ndarray, float | N
 
 def study(n: int, rho: float, budget: int, seeds: int) -> None:
     problem = make_problem(f"markov1d:n_train={n},rho={rho},beta=1.0,n_test=50,seed=1")
-    method = MinimaxTilting(randomisations=K_MAX)
+    method = MinimaxTilting(randomisations=K_MAX, walk="importance")
     factor = method.set_up(problem)[0]
     runs = [method.sums(problem, budget, np.random.default_rng([seed, 77]), factor)
             for seed in range(seeds)]

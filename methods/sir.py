@@ -183,8 +183,9 @@ class Sir(SaddleShifts, TiledOrdering, Sov):
         probabilities beyond 3 SE (t with K - 1 degrees of freedom: 1.5 %, 0.74 %, 0.47 %),
         the worst at 5.3, 3.4, 3.8 SE, and one log Z at -3.6 SE with K = 10 (none beyond 2.5
         with 20 or 40); at N = 32,768, K = 40 (100 particles each) spread by 1.35 nats
-        (effective populations 7 of 40, test z's with sd 1.42), K = 20 by 0.77-0.92 (3 seeds:
-        3 of 300 test probabilities beyond 3 SE, log Z within 0.5 SE)."""
+        (effective populations 7 of 40, test z's with sd 1.42), K = 20 by 0.77-0.93 (8 seeds:
+        13 of 800 test probabilities beyond 3 SE, log Z within 0.71 SE;
+        benchmarks/bench_sequential_tilting.py)."""
         return self.randomisations or auto_randomisations(budget, PARTICLES_EACH)
 
     def particle_memory(self, n_vars, n_test, budget, block, extra=0, per_variable=None):
