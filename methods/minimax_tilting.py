@@ -50,19 +50,19 @@ local one: rank 1.1 against 3.6. No ordering keeps the weights light here: at 20
 most runs of every ordering were `unreliable` (Pareto k̂ > 1).
 
 Sequential walk (setting `walk`, docs/math.md §7b): the plain weights' log-variance grows with N
-on short-range covariances, and no ordering or budget of points stops that. 'sequential' walks
-the same proposal particle by particle and resamples a population when its ESS falls below
-half, on the twisted weights whose partial products are fair weights of each prefix: exactly
-`sir` with proposal 'tilted' (methods.sir), under this method's name, settings and dense
-ordering (random points; the populations' spread gives the standard errors; sir's rules).
-'importance' is Botev's estimator above. 'auto' (the default) is 'importance' below
+on short-range covariances; no ordering stops that, and more points barely help once k̂ > 1.
+'sequential' walks the same proposal particle by particle and resamples a population when its
+ESS falls below half, on the twisted weights whose partial products are fair weights of each
+prefix: exactly `sir` with proposal 'tilted' (methods.sir), under this method's name, settings
+and dense ordering (random points; the populations' spread gives the standard errors; sir's
+rules). 'importance' is Botev's estimator above. 'auto' (the default) is 'importance' below
 TLR_CROSSOVER = 2048 variables and 'sequential' from there on, where the factor is tile-low-rank
-too. Measured at N = 4,096 with 4,000 points or particles (6 seeds, exact truth): markov-p4
-(rho 0.95, beta 2) 'importance' 6 of 6 unreliable (Pareto k̂ 2.1-2.4) and 1.0-4.6 nats low,
+too. Measured at N = 4,096 with 4,000 points or particles (6 seeds, exact truth): markov-p4 (rho
+0.95, beta 2) 'importance' 6 of 6 unreliable (Pareto k̂ 2.1-2.4) and 1.0-4.6 nats low,
 'sequential' 6 of 6 ok with log Z within 1.3 SE (errors -0.01 to 0.12); one-factor
 (onefactor:n=4096, long-range) both ok and alike (SE 0.011 against 0.013; no resampling was
-needed there). markov1d rho 0.9 at N = 32,768: 'importance' 22.5 nats low (k̂ 4.1),
-'sequential' within 0.71 SE in 8 of 8 seeds (benchmarks/bench_sequential_tilting.py).
+needed there). markov1d rho 0.9 at N = 32,768: 'importance' 22.5 nats low (k̂ 4.1), 'sequential'
+within 0.71 SE in 8 of 8 seeds (benchmarks/bench_sequential_tilting.py).
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ class MinimaxTilting(SaddleShifts, TiledOrdering, Sov):
 
     name = "minimax-tilting"
     summary = ("minimax exponential tilting (Botev 2017): saddle-point shifted truncated-normal "
-               "proposals, randomised QMC, shared-sample ratio estimator for predictions")
+               "proposals, randomised QMC, shared-sample ratio estimator for predictions; from "
+               "N = 2,048 resampled on twisted weights (the sequential walk)")
     budget_unit = "qmc points"
     constraints = {**Sov.constraints, "reorder": OneOf(*TILED_ORDERINGS), **TLR_CONSTRAINTS,
                    "walk": OneOf(*WALKS)}
