@@ -77,8 +77,10 @@ def test_ill_conditioned_orthant_is_not_ok(ill_problem, name):
     _is_unreliable_with_numbers(est)
     if name == "sir":   # resampling resets the weights: one population holds Ẑ
         assert est.reason.startswith("randomisations degenerate: one of 10")
-    else:   # tilting too: its saddle point is (nearly) converged, R's rounding is not
-        assert est.reason.startswith("weights degenerate: effective sample size 1 of 1000")
+    else:   # tilting too: its saddle point is (nearly) converged, R's rounding is not (in a
+        # loaded parallel run its Newton steps once stopped at λ² 1.36 > 1, so the saddle-point
+        # reason came first: the weights' reason is then the second)
+        assert "weights degenerate: effective sample size 1 of 1000" in est.reason
     if name in ("sov", "sov-tlr"):
         assert est.log_marginal_likelihood < -1e6   # the wrong answer it would have stored
 
