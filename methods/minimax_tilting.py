@@ -119,7 +119,7 @@ class MinimaxTilting(SaddleShifts, TiledOrdering, Sov):
         """Whether this instance resamples at N = n_train ('auto': from TLR_CROSSOVER on)."""
         return self.walk == "sequential" or (self.walk == "auto" and n_train >= TLR_CROSSOVER)
 
-    def resampled_walk(self):
+    def resampled_walk(self) -> Sir:
         """The sequential walk: `sir` with tilting's proposal (methods.sir.Sir, proposal
         'tilted'), these settings, and this method's name (in its messages) and dense ordering
         (so it shares this method's cached factor and saddle point)."""
