@@ -53,7 +53,7 @@ import numpy as np
 from harness.core.qmc import auto_randomisations
 from harness.core.sequential import Resample
 from harness.methods.sov import Factor, Sov
-from harness.methods.tilted_walk import SaddleShifts, TiltStep, with_saddle_vectors
+from harness.methods.tilted_walk import SaddleShifts, TiltStep, Twist, with_saddle_vectors
 from harness.methods.tlr_path import TILED_ORDERINGS, TLR_CONSTRAINTS, TiledOrdering
 from harness.model.constraints import Number, OneOf
 from harness.model.footprint import MemoryEstimate
@@ -93,7 +93,7 @@ class SirStep(TiltStep):
 
     def __init__(self, E: np.ndarray, rows, threshold: float, how: str,
                  rng: np.random.Generator, mu: np.ndarray | None = None,
-                 twist: np.ndarray | None = None):
+                 twist: Twist | None = None):
         super().__init__(E, np.zeros(E.shape[0]) if mu is None else mu, twist)
         self.starts = np.array([r0 for _, r0, _ in rows])
         self.sizes = np.array([m for _, _, m in rows])
@@ -102,8 +102,8 @@ class SirStep(TiltStep):
         self.resamplings = 0
         self.origin = np.arange(E.shape[1])   # each particle's ancestor at the first variable
 
-    def __call__(self, j: int, t: np.ndarray):
-        z, _ = super().__call__(j, t)
+    def __call__(self, j: int, t: np.ndarray, ahead=None):
+        z, _ = super().__call__(j, t, ahead)
         # ESS of every population at once: (Σ W)^2 / Σ W^2 with W scaled by the group maximum
         top = np.maximum.reduceat(self.logw, self.starts)
         w = np.exp(self.logw - np.repeat(top, self.sizes))

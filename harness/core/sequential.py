@@ -11,6 +11,11 @@ with the stored history, Z[:, :i] @ L[i:i+k, :i]^T, so the walk costs about n N^
 BLAS speed; inside a block only the small corrections L[j, i:j] z[i:j] remain. Resampling
 is applied to the in-block arrays at once and to the long history lazily, one gather of the
 rows per block (and of any other per-particle state a structured walk holds, `_resampled`).
+
+A step with `looks_ahead = True` is called as step(j, t, ahead) with the next variable's
+offset as a function of z_j, t_{j+1} = a + b z_j (ahead = (a, b): a over particles, b a
+number), read from the same block's means; ahead is None at a block's last variable
+(docs/math.md §7b, the look-ahead twist).
 """
 
 from __future__ import annotations
@@ -78,6 +83,14 @@ class CholeskyWalk:
     def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
         """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
 
+    def _ahead(self, W: np.ndarray, D: np.ndarray, o: int, j: int):
+        """(a, b) with t_{j+1} = a + b z_j, from the block's means W and its diagonal block D
+        before z_j is drawn (o: j's place in the block); None at the block's last variable."""
+        if o + 1 >= W.shape[1]:
+            return None
+        p = self.pivots[j + 1]
+        return (W[:, o + 1] + W[:, :o] @ D[o + 1, :o]) / p, D[o + 1, o] / p
+
     def run(self, n: int, step: Step) -> WalkResult:
         N, k = self.n_vars, self.block_size
         Z, spare = np.empty((n, N)), None   # history; a spare buffer for gathers
@@ -86,6 +99,7 @@ class CholeskyWalk:
         # i0+o until that variable is drawn, then its draw z. So a particle's in-block state
         # is one contiguous row, and resampling copies exactly kb numbers per particle.
         W_full = np.empty((n, k))
+        looks = getattr(step, "looks_ahead", False)
         for i0 in range(0, N, k):
             check_deadline()  # cooperative per-job CPU-time limit (harness.core.deadline)
             i1 = min(i0 + k, N)
@@ -100,7 +114,10 @@ class CholeskyWalk:
             for o in range(kb):
                 j = i0 + o
                 c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
-                z, resample = step(j, c / self.pivots[j])
+                if looks:
+                    z, resample = step(j, c / self.pivots[j], self._ahead(W, D, o, j))
+                else:
+                    z, resample = step(j, c / self.pivots[j])
                 W[:, o] = z
                 if resample is None:
                     continue

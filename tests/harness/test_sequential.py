@@ -73,3 +73,39 @@ def test_walk_without_resampling_samples_the_gaussian():
     Z = CholeskyWalk(L, block_size=4).run(200_000, step).Z
     cov = np.cov((Z @ L.T).T)
     np.testing.assert_allclose(cov, L @ L.T, atol=0.03)
+
+
+class LookingStep(RecordingStep):
+    """A RecordingStep that asks for the next offset's dependence on its draw."""
+
+    looks_ahead = True
+
+    def __init__(self, n, mode, seed):
+        super().__init__(n, mode, seed)
+        self.aheads, self.zs = [], []
+
+    def __call__(self, j, t, ahead):
+        z, resample = super().__call__(j, t)
+        self.aheads.append(ahead)
+        self.zs.append(z.copy() if resample is None else None)
+        return z, resample
+
+
+@pytest.mark.parametrize("block", [1, 4, 7])
+def test_a_looking_step_is_told_the_next_offset_as_a_line_in_its_draw(block):
+    """t_{j+1} = a + b z_j for every variable but a block's last (ahead None there): the
+    look-ahead twist's input (docs/math.md §7b)."""
+    L = _random_chol(20, 3)
+    step = LookingStep(30, "none", 1)
+    CholeskyWalk(L, block_size=block).run(30, step)
+    told = 0
+    for j in range(19):
+        ahead = step.aheads[j]
+        if (j + 1) % block == 0:
+            assert ahead is None
+            continue
+        a, b = ahead
+        np.testing.assert_allclose(a + b * step.zs[j], step.ts[j + 1], rtol=1e-10, atol=1e-12)
+        assert b == pytest.approx(L[j + 1, j] / L[j + 1, j + 1])
+        told += 1
+    assert step.aheads[19] is None and told == 19 - 19 // block

@@ -42,7 +42,9 @@ def test_saddle_point_solves_the_system():
     mu, twist, info = method.shifts(problem)
     assert info["saddle_residual"] < 1e-8 and info["saddle_converged"] == 1
     assert mu[-1] == 0.0 and np.any(mu != 0.0)
-    assert twist.shape == mu.shape and np.all(np.isfinite(twist)) and np.all(twist > 0)
+    for part in (twist.slope, twist.curvature):   # P and c of log Φ at the saddle point
+        assert part.shape == mu.shape and np.all(np.isfinite(part)) and np.all(part > 0)
+    assert np.all(twist.curvature < 1)
     assert info["saddle_iterations"] >= 1 and info["saddle_cg_iterations"] >= 1
 
 
