@@ -37,24 +37,44 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import cpu_time
 
+TWISTS = ("look-ahead", "linear")
 
-def study(n: int, K: int, budget: int, rho: float, seeds: int) -> None:
+
+@contextmanager
+def twisted(kind: str):
+    """'look-ahead' (the method as it is) or 'linear': the first-order twist alone, as before
+    the look-ahead (docs/math.md §7b), by having the walk tell the step nothing ahead."""
+    from harness.core.sequential import CholeskyWalk
+
+    if kind == "look-ahead":
+        yield
+        return
+    next_mean = CholeskyWalk._next_mean
+    CholeskyWalk._next_mean = lambda self, W, D, o: None
+    try:
+        yield
+    finally:
+        CholeskyWalk._next_mean = next_mean
+
+
+def study(problem, K: int, budget: int, seeds: int, twist: str) -> None:
     from harness.methods.sir import Sir
-    from harness.plugins.specs import make_problem
 
-    problem = make_problem(f"markov1d:n_train={n},n_test=100,rho={rho}")
     truth = problem.truth
     method = Sir(proposal="tilted", randomisations=K)
     method.prepare(problem)
     zl, zt, sdk, keff, lineages, ok, cpu = [], [], [], [], [], 0, 0.0
     for seed in range(seeds):
-        est, seconds = cpu_time(method.estimate, problem, budget, np.random.default_rng(seed))
+        with twisted(twist):
+            est, seconds = cpu_time(method.estimate, problem, budget,
+                                    np.random.default_rng(seed))
         d = est.diagnostics
         cpu += seconds
         ok += est.status == "ok"
@@ -66,7 +86,8 @@ def study(n: int, K: int, budget: int, rho: float, seeds: int) -> None:
         lineages.append(d["ancestor_lineages"])
     zl, zt = np.array(zl), np.concatenate(zt)
     worst = zl[np.argmax(np.abs(zl))]
-    print(f"{n:7d} {K:3d} {ok:3d}/{seeds:<3d} {np.sqrt(np.mean(zl ** 2)):6.2f} {worst:+7.2f} "
+    print(f"{problem.n_train:7d} {twist:>10} {K:3d} {ok:3d}/{seeds:<3d} "
+          f"{np.sqrt(np.mean(zl ** 2)):6.2f} {worst:+7.2f} "
           f"{100 * np.mean(np.abs(zt) > 3):6.1f} % {np.abs(zt).max():6.1f} {zt.std():6.2f} "
           f"{np.median(sdk):8.2f} {np.median(keff):7.1f} {np.median(lineages):9.0f} "
           f"{cpu / seeds:7.1f}", flush=True)
@@ -79,12 +100,20 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=4000)
     parser.add_argument("--rho", type=float, default=0.9)
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--twists", default=",".join(TWISTS),
+                        help="look-ahead (the method), linear (the first-order twist alone)")
     args = parser.parse_args()
-    print("      N   K  ok      logZ rms z  worst  test>3SE  worst  sd z  sd logZk   eff.K  "
-          "lineages  cpu s/run")
+    from harness.plugins.specs import make_problem
+
+    print("      N      twist   K  ok      logZ rms z  worst  test>3SE  worst  sd z  sd logZk   "
+          "eff.K  lineages  cpu s/run")
     for n in (int(s) for s in args.sizes.split(",")):
+        problem = make_problem(f"markov1d:n_train={n},n_test=100,rho={args.rho}")
         for K in (int(k) for k in args.populations.split(",")):
-            study(n, K, args.budget, args.rho, args.seeds)
+            for twist in args.twists.split(","):
+                if twist not in TWISTS:
+                    parser.error(f"--twists: {twist!r} is not one of {', '.join(TWISTS)}")
+                study(problem, K, args.budget, args.seeds, twist)
 
 
 if __name__ == "__main__":

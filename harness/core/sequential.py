@@ -83,13 +83,14 @@ class CholeskyWalk:
     def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
         """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
 
-    def _ahead(self, W: np.ndarray, D: np.ndarray, o: int, j: int):
-        """(a, b) with t_{j+1} = a + b z_j, from the block's means W and its diagonal block D
-        before z_j is drawn (o: j's place in the block); None at the block's last variable."""
+    def _next_mean(self, W: np.ndarray, D: np.ndarray, o: int) -> np.ndarray | None:
+        """The conditional mean of the block's variable o + 1 without z_o's term, from the
+        block's means W and its diagonal block D before z_o is drawn; None at the block's last
+        variable. A looking step gets it as t_{j+1} = a + b z_j (module doc), and the walk
+        finishes the next mean from it with one product, D[o + 1, o] z_o."""
         if o + 1 >= W.shape[1]:
             return None
-        p = self.pivots[j + 1]
-        return (W[:, o + 1] + W[:, :o] @ D[o + 1, :o]) / p, D[o + 1, o] / p
+        return W[:, o + 1] + W[:, :o] @ D[o + 1, :o]
 
     def run(self, n: int, step: Step) -> WalkResult:
         N, k = self.n_vars, self.block_size
@@ -111,11 +112,18 @@ class CholeskyWalk:
                 W[:] = 0.0
             D = self._diagonal_block(i0, i1)
             anc = None  # row of the history (as of block start) each particle descends from
+            nxt = None  # a looking step's next mean without the last draw's term
             for o in range(kb):
                 j = i0 + o
-                c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
+                if nxt is not None:
+                    c = nxt + W[:, o - 1] * D[o, o - 1]
+                else:
+                    c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
                 if looks:
-                    z, resample = step(j, c / self.pivots[j], self._ahead(W, D, o, j))
+                    nxt = self._next_mean(W, D, o)
+                    ahead = None if nxt is None else (nxt / self.pivots[j + 1],
+                                                      D[o + 1, o] / self.pivots[j + 1])
+                    z, resample = step(j, c / self.pivots[j], ahead)
                 else:
                     z, resample = step(j, c / self.pivots[j])
                 W[:, o] = z
@@ -128,10 +136,13 @@ class CholeskyWalk:
                     W[:] = W[src]
                     lineage = lineage[src]
                     anc = anc[src]
+                    nxt = None if nxt is None else nxt[src]
                 else:                           # rows dst replaced by copies of rows src
                     copy_rows(W, dst, src)
                     lineage[dst] = lineage[src]
                     anc[dst] = anc[src]
+                    if nxt is not None:
+                        nxt[dst] = nxt[src]
             if anc is not None and i0:
                 if spare is None:
                     spare = np.empty_like(Z)

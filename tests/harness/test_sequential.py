@@ -52,12 +52,16 @@ def naive_walk(L, n, step):
     return Z, lineage
 
 
+@pytest.mark.parametrize("looking", [False, True])
 @pytest.mark.parametrize("mode", ["none", "sparse", "full"])
 @pytest.mark.parametrize("block", [1, 3, 7, 50])
-def test_blocked_walk_matches_naive(mode, block):
+def test_blocked_walk_matches_naive(mode, block, looking):
+    """Also for a looking step, whose walk finishes each mean from the one it computed a step
+    earlier (rows resampled with the particles)."""
     L = _random_chol(23, 1)
     n = 40
-    fast_step, slow_step = RecordingStep(n, mode, 7), RecordingStep(n, mode, 7)
+    fast_step = (LookingStep if looking else RecordingStep)(n, mode, 7)
+    slow_step = RecordingStep(n, mode, 7)
     result = CholeskyWalk(L, block_size=block).run(n, fast_step)
     Z, lineage = naive_walk(L, n, slow_step)
     for a, b in zip(fast_step.ts, slow_step.ts, strict=True):

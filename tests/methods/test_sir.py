@@ -193,6 +193,32 @@ def test_look_ahead_weights_integrate_to_the_orthant_probability_at_n3():
     assert not np.allclose(draws["look-ahead"], draws["plain"], atol=1e-3)
 
 
+def test_looking_ahead_keeps_more_lineages_on_a_short_range_problem(monkeypatch):
+    """markov1d N = 2,048 (neighbour correlation 0.9), 2,000 particles, 3 seeds: looking one
+    variable ahead leaves at least 1.7 times the first-variable lineages the first-order twist
+    alone leaves (measured: 1,000-1,121 against 466-485, 2.1-2.3 times; at 4,000 particles the
+    populations' sd of log Ẑ_k was 0.09 against 0.14-0.16), and both are right."""
+    from harness.core.sequential import CholeskyWalk
+
+    problem = make_problem("markov1d:n_train=2048,rho=0.9,n_test=10,seed=4")
+    truth = problem.truth
+    method = Sir(proposal="tilted")
+
+    def runs():
+        out = []
+        for seed in range(3):
+            est = method.estimate(problem, 2000, np.random.default_rng(seed))
+            err = est.log_marginal_likelihood - truth.log_marginal_likelihood
+            assert est.status == "ok" and abs(err) <= 3 * est.log_marginal_likelihood_se
+            out.append(est.diagnostics["ancestor_lineages"])
+        return np.array(out)
+
+    looking = runs()
+    monkeypatch.setattr(CholeskyWalk, "_next_mean", lambda self, W, D, o: None)
+    linear = runs()
+    assert np.all(looking >= 1.7 * linear), (looking, linear)
+
+
 def test_tilted_proposal_closed_form_and_unbiased_at_n3():
     problem = onefactor(n=3, seed=5, dmin=-0.9, dmax=0.9)
     est = Sir(proposal="tilted").estimate(problem, 4000, np.random.default_rng(1))
