@@ -32,7 +32,7 @@ stops its weights' variance from growing with N (markov1d rho 0.9 at N = 32,768,
 particles: log Z within 1.5 SE, where tilting alone was 22.5 nats low). The step also looks one
 variable ahead (methods.tilted_walk.TiltStep): z_j's proposal includes the quadratic part of the
 next variable's twisted weight, which on markov1d halves the populations' spread of log Ẑ_k and
-leaves 2.4-2.7 times as many first-variable lineages (docs/math.md §7b).
+leaves 2.1-2.7 times as many first-variable lineages (docs/math.md §7b).
 
 Large N (setting `factorisation`, harness.methods.tlr_path, as sov-tlr has it): from
 TLR_CROSSOVER = 2048 variables on ('auto') the walk runs on the tile-low-rank Cholesky factor
@@ -188,7 +188,9 @@ class Sir(SaddleShifts, TiledOrdering, Sov):
         with 20 or 40); at N = 32,768, K = 40 (100 particles each) spread by 1.35 nats
         (effective populations 7 of 40, test z's with sd 1.42), K = 20 by 0.77-0.93 (8 seeds:
         13 of 800 test probabilities beyond 3 SE, log Z within 0.71 SE;
-        benchmarks/bench_sequential_tilting.py)."""
+        benchmarks/bench_sequential_tilting.py). Those runs had the first-order twist; with the
+        look-ahead (methods.tilted_walk.TiltStep) K = 10 and 20 at N = 8,192 (5 seeds) put 2.4 %
+        and 0.8 % beyond 3 SE: ten populations are still too few degrees of freedom."""
         return self.randomisations or auto_randomisations(budget, PARTICLES_EACH)
 
     def particle_memory(self, n_vars, n_test, budget, block, extra=0, per_variable=None):
