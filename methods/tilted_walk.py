@@ -107,9 +107,8 @@ class SaddleShifts:
     """The saddle point of the factor a method walks (the dense factor in its ordering, or on
     the tlr path the tile-low-rank operator), solved once per problem and cached: the shifts μ,
     the Twist (P = φ(t* + μ) / Φ(t* + μ) and the curvature there) at the saddle point's x
-    (t* = L̃ x, docs/math.md §7),
-    and the solver's diagnostics. Shared by `minimax-tilting` and `sir` (proposal 'tilted');
-    the class needs TiledOrdering's and Sov's factor methods."""
+    (t* = L̃ x, docs/math.md §7), and the solver's diagnostics. Shared by `minimax-tilting`
+    and `sir` (proposal 'tilted'); the class needs TiledOrdering's and Sov's factor methods."""
 
     tolerance: float
 
