@@ -49,7 +49,8 @@ larger N (8 seeds at N = 32,768, 4 at 65,536) and on markov-p4:
     p4      look-ahead  20  6/6    0.48        +0.97  0.8 %       3.7    1.07  0.27        552
 
     (medians of sd log Ẑ_k and lineages.) * all four flagged by the path rule (4.8-4.9 % of
-    the lineages left); one run's test z's had sd 1.12, the next's 1.83 (5 of 100 beyond 3).
+    the lineages left), rightly: their test z's had sd 1.12, 1.25, 1.44 and 1.83 (the last run
+    5 of 100 beyond 3).
     CPU: the same (a profiled seed at N = 8,192: 12.0 s with the look-ahead, 13.3 s without;
     fewer resamplings, fewer gathers). N = 65,536: 3 min 10 s to 4 min of CPU a run, 7 min
     40 s wall for the whole process with one run (problem, exact truth, set-up), 1.5 GB peak.

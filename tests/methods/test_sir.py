@@ -169,7 +169,8 @@ def test_look_ahead_weights_integrate_to_the_orthant_probability_at_n3():
     it by that proposal's normaliser: its weights are importance weights, so their mean over a
     70³ midpoint grid of the uniforms (quadrature, no Monte Carlo error) is the exact orthant
     probability, as the plain twisted step's is (measured: 4e-5 and 1.5e-4 relative). The
-    look-ahead moves the draws; dropping any term of its weight moves the mean by percents."""
+    look-ahead moves the draws; dropping log(λ)/2 or c d²/2 from its weight moved the mean by
+    2.9 % and 2.3 %."""
     import dataclasses
 
     from harness.core.oracles import orthant_closed_form
