@@ -34,6 +34,22 @@ class RecordingStep:
         return z, Resample(src=good[self.rng.integers(0, len(good), len(bad))], dst=bad)
 
 
+class LookingStep(RecordingStep):
+    """A RecordingStep that asks for the next offset's dependence on its draw."""
+
+    looks_ahead = True
+
+    def __init__(self, n, mode, seed):
+        super().__init__(n, mode, seed)
+        self.aheads, self.zs = [], []
+
+    def __call__(self, j, t, ahead):
+        z, resample = super().__call__(j, t)
+        self.aheads.append(ahead)
+        self.zs.append(z.copy() if resample is None else None)
+        return z, resample
+
+
 def naive_walk(L, n, step):
     N = len(L)
     Z = np.zeros((n, N))
@@ -77,22 +93,6 @@ def test_walk_without_resampling_samples_the_gaussian():
     Z = CholeskyWalk(L, block_size=4).run(200_000, step).Z
     cov = np.cov((Z @ L.T).T)
     np.testing.assert_allclose(cov, L @ L.T, atol=0.03)
-
-
-class LookingStep(RecordingStep):
-    """A RecordingStep that asks for the next offset's dependence on its draw."""
-
-    looks_ahead = True
-
-    def __init__(self, n, mode, seed):
-        super().__init__(n, mode, seed)
-        self.aheads, self.zs = [], []
-
-    def __call__(self, j, t, ahead):
-        z, resample = super().__call__(j, t)
-        self.aheads.append(ahead)
-        self.zs.append(z.copy() if resample is None else None)
-        return z, resample
 
 
 @pytest.mark.parametrize("block", [1, 4, 7])
