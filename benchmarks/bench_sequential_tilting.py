@@ -13,12 +13,12 @@ and the medians of the populations' sd of log Ẑ_k, of the effective population
 first-variable lineages.
 
     python benchmarks/bench_sequential_tilting.py [--sizes 8192,32768] [--populations 10,20,40]
-        [--budget 4000] [--rho 0.9] [--seeds 10] [--twists look-ahead,linear]
+        [--budget 4000] [--rho 0.9] [--seeds 10] [--twists block,linear]
 
-`--twists`: 'look-ahead' is the method as it is, 'linear' the first-order twist alone (the walk
-tells the step nothing ahead; docs/math.md §7b), in the same run.
+`--twists`: 'block' is the method as it is, 'linear' the first-order twist alone (the step
+ignores the walk's blocks: no Gaussian look-ahead; docs/math.md §7b), in the same run.
 
-Measured with the first-order twist, before the look-ahead (2 shared cores, budget 4,000,
+Measured with the first-order twist, before any look-ahead (2 shared cores, budget 4,000,
 rho 0.9; 10 seeds at N = 8,192, 8 at N = 32,768 with K = 20 and 1 with K = 40; the last row is
 markov-p4, N = 4,096 with rho 0.95 and beta 2, 6 seeds):
 
@@ -35,25 +35,25 @@ markov-p4, N = 4,096 with rho 0.95 and beta 2, 6 seeds):
     The sd z column pools the runs' test z's; a t with K - 1 degrees of freedom has sd 1.13
     (K = 10), 1.06 (20), 1.03 (40).
 
-With the look-ahead against without, in one run (N = 8,192, 5 seeds; `--sizes 8192
---populations 10,20 --seeds 5`), and `minimax-tilting`'s default (the same walk, K = 20) at
-larger N (8 seeds at N = 32,768, 4 at 65,536) and on markov-p4:
+With the Gaussian look-ahead over each block (docs/math.md §7b) against the first-order twist
+alone, in one run (N = 8,192, 5 seeds; `--sizes 8192 --populations 10,20 --seeds 5`), and the
+method alone at larger N (`--sizes 32768 --populations 20 --seeds 4 --twists block`; at 65,536
+two seeds here and two through `minimax-tilting`'s default, the same walk):
 
-    N       twist       K   ok     logZ rms z  worst  test >3 SE  worst  sd z  sd log Ẑ_k  lineages
-    8192    look-ahead  10  5/5    0.88        +1.39  2.4 %       5.1    1.18  0.16        788
-    8192    linear      10  5/5    0.87        +1.40  3.8 %       5.3    1.29  0.30        277
-    8192    look-ahead  20  5/5    1.17        +1.90  0.8 %       4.4    1.11  0.19        785
-    8192    linear      20  5/5    0.80        +1.64  1.0 %       3.4    1.03  0.34        288
-    32768   look-ahead  20  8/8    0.72        -1.32  1.0 %       5.1    1.10  0.40        252
-    65536   look-ahead  20  0/4 *  1.13        -1.47  2.5 %       4.8    1.44  0.80        194
-    p4      look-ahead  20  6/6    0.48        +0.97  0.8 %       3.7    1.07  0.27        552
+    N     twist  K  ok  logZ rms z worst test >3 SE worst sd z sd log Ẑ_k lineages cpu s
+    8192  block  10 5/5 0.81       +1.50 0.8 %      3.8   1.08 0.04       4000     9.9
+    8192  linear 10 5/5 0.87       +1.40 3.8 %      5.3   1.29 0.30       277      9.2
+    8192  block  20 5/5 0.84       +1.33 0.4 %      3.4   1.03 0.04       3996     10.1
+    8192  linear 20 5/5 0.80       +1.64 1.0 %      3.4   1.03 0.34       288      9.8
+    32768 block  20 4/4 0.62       +1.07 1.0 %      3.9   1.05 0.07       2958     41
+    65536 block  20 4/4 1.13       +2.09 1.5 %      3.3   1.10 0.10       ~2330    101-133
 
-    (medians of sd log Ẑ_k and lineages.) * all four flagged by the path rule (4.8-4.9 % of
-    the lineages left), rightly: their test z's had sd 1.12, 1.25, 1.44 and 1.83 (the last run
-    5 of 100 beyond 3).
-    CPU: the same (a profiled seed at N = 8,192: 12.0 s with the look-ahead, 13.3 s without;
-    fewer resamplings, fewer gathers). N = 65,536: 3 min 10 s to 4 min of CPU a run, 7 min
-    40 s wall for the whole process with one run (problem, exact truth, set-up), 1.5 GB peak.
+    (medians of sd log Ẑ_k and lineages; at 65,536 2,303 and 2,325 in two runs, a median of
+    2,360 in the other two.) The one-step look-ahead this replaced had, with
+    K = 20: 785 lineages and sd 0.19 at N = 8,192; 252 and 0.40 at 32,768 (8 seeds, 1.0 %
+    beyond 3 SE, worst 5.1); 194 and 0.80 at 65,536, where all 4 runs were flagged by the path
+    rule, rightly (their test z's had sd up to 1.83). N = 65,536: 8 min 36 s wall for the
+    whole process with two runs (problem, exact truth, set-up), 101-133 CPU s a run.
 """
 
 from __future__ import annotations
@@ -68,24 +68,25 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import cpu_time
 
-TWISTS = ("look-ahead", "linear")
+TWISTS = ("block", "linear")
 
 
 @contextmanager
 def twisted(kind: str):
-    """'look-ahead' (the method as it is) or 'linear': the first-order twist alone, as before
-    the look-ahead (docs/math.md §7b), by having the walk tell the step nothing ahead."""
-    from harness.core.sequential import CholeskyWalk
+    """'block' (the method as it is) or 'linear': the first-order twist alone, without the
+    Gaussian look-ahead over each block (docs/math.md §7b), by having the step ignore the
+    walk's announcement of its blocks."""
+    from harness.methods.tilted_walk import TiltStep
 
-    if kind == "look-ahead":
+    if kind == "block":
         yield
         return
-    next_mean = CholeskyWalk._next_mean
-    CholeskyWalk._next_mean = lambda self, W, D, o: None
+    enter = TiltStep.enter_block
+    TiltStep.enter_block = lambda self, i0, i1, W, D: None
     try:
         yield
     finally:
-        CholeskyWalk._next_mean = next_mean
+        TiltStep.enter_block = enter
 
 
 def study(problem, K: int, budget: int, seeds: int, twist: str) -> None:
@@ -126,7 +127,7 @@ def main() -> None:
     parser.add_argument("--rho", type=float, default=0.9)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--twists", default=",".join(TWISTS),
-                        help="look-ahead (the method), linear (the first-order twist alone)")
+                        help="block (the method), linear (the first-order twist alone)")
     args = parser.parse_args()
     from harness.plugins.specs import make_problem
 

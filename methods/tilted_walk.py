@@ -3,9 +3,10 @@ shared by `minimax-tilting` (methods.minimax_tilting) and `sir` with proposal 't
 (methods.sir): at variable j the SOV step's proposal moves to N(μ_j, 1) truncated to
 z_j >= -t_j, weighted by Botev's log Φ(t_j + μ_j) + μ_j²/2 − μ_j z_j or by the twisted
 log Φ(t_j + μ_j) + μ_j²/2 − P_j t_j, with μ and P from the saddle point of the walked factor.
-The twisted walk also looks one variable ahead: z_j's proposal includes the quadratic part of
-the next variable's twisted weight, exp(−c_{j+1} (t_{j+1} − t*_{j+1})² / 2), a Gaussian factor
-in z_j (§7b).
+On a walk that announces its blocks (harness.core.sequential) the twisted step also looks
+ahead over the rest of the block: each variable's constraint is replaced, for the variables
+still to come, by a Gaussian site fitted at the saddle point, and z_j is drawn from the
+conditional of that Gaussian approximation times its own exact constraint (§7b, BlockTwist).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import cholesky, solve_triangular
 
-from harness.core.saddle_point import mills, solve_saddle_point
+from harness.core.saddle_point import mills_and_slope, solve_saddle_point, truncated_mean
 from harness.core.tlr_ops import TileLowRankOperator
 from harness.core.truncnorm import draw_above
 from harness.methods.sov import SetupFailed, SovStep
@@ -24,22 +26,91 @@ from harness.model.footprint import MemoryEstimate
 from harness.model.ordered import cached, ordered_problem
 from harness.model.problem import Problem
 
+SITE_PRECISION_CAP = 1e6   # sites sharper than this are capped (any site keeps Ẑ unbiased)
+
 
 @dataclass(frozen=True)
 class Twist:
-    """log Φ(t + μ_j) around the saddle point's offset t*_j, per variable (docs/math.md §7b):
-    its slope P_j = φ(s_j) / Φ(s_j) (the inverse Mills ratio) and curvature
-    c_j = P_j (s_j + P_j) (minus the second derivative) at s_j = t*_j + μ_j."""
+    """The saddle point's view of each variable's constraint (docs/math.md §7b): the slope
+    P_j = φ(s_j) / Φ(s_j) of log Φ(t + μ_j) at the saddle point's offset t*_j
+    (s_j = t*_j + μ_j), and the Gaussian site that matches the constraint u_j >= 0 of
+    u_j = t_j + z_j ~ N(s_j, 1) in mean and variance: precision π_j = c_j / (1 − c_j) and
+    mean ν_j = s_j + 1 / G(s_j), c_j = P_j G(s_j), G(s) = s + P(s) (so that
+    N(s_j, 1) × site has the truncated normal's mean G(s_j) and variance 1 − c_j)."""
 
     slope: np.ndarray
-    curvature: np.ndarray
-    offset: np.ndarray    # t*
+    offset: np.ndarray            # t*
+    site_precision: np.ndarray    # π
+    site_mean: np.ndarray         # ν
 
     @classmethod
     def at(cls, s: np.ndarray, mu: np.ndarray) -> Twist:
         """The twist at the saddle point's s = t* + μ."""
-        P = mills(s)
-        return cls(P, P * (s + P), s - mu)
+        P, leftover = mills_and_slope(s)     # leftover = 1 − c, accurate in both tails
+        G = truncated_mean(s)
+        return cls(P, s - mu, np.minimum((P * G) / leftover, SITE_PRECISION_CAP), s + 1.0 / G)
+
+
+class BlockTwist:
+    """The Gaussian look-ahead over one block of the walk (docs/math.md §7b).
+
+    In the block's own coordinates (o = 0..k−1 for variables i0..i1−1) the offsets are
+    t = a + Λ z (a from the earlier blocks, per particle; Λ strictly lower, from the diagonal
+    block D), so u = t + z = a + A z with A = I + Λ. The block's Gaussian approximation has
+    density ∝ φ(z) exp(eᵀz) Π_o site_o(u_o): e_o = μ_o − Σ_{i>o} Λ_io P_i is the part of the
+    linear twist that looks beyond the block, and the sites stand in for the block's own
+    constraints. Its precision is Q = I + Aᵀ diag(π) A and its linear term
+    h = e − Aᵀ diag(π)(a − ν); with Q = WᵀW, W lower triangular (the Cholesky factor of Q
+    with its order reversed), the conditional of z_o given z_<o is
+    N((g_o − W[o, :o] z_<o) / W_oo, 1 / W_oo²), g = W⁻ᵀ h. Dividing out the site of z_o itself
+    leaves the precision κ = W_oo² − π_o >= 1 on z_o: the step's proposal is that Gaussian
+    times the exact constraint. `entry` is the log weight the block's first variable pays:
+    log ∫ of the block's Gaussian, −Σ log W_oo + |g|²/2 − Σ π (a − ν)²/2, less the linear
+    twist's Σ P_o a_o that the blocks before it carried for these variables. `means` is the
+    walk's block array (harness.core.sequential): the block's conditional means, then its
+    draws."""
+
+    def __init__(self, twist: Twist, mu: np.ndarray, i0: int, means: np.ndarray,
+                 D: np.ndarray):
+        k = means.shape[1]
+        i1 = i0 + k
+        pivots = np.diag(D)[:k]
+        Lam = np.tril(D[:k, :k], -1) / pivots[:, None]
+        A = Lam + np.eye(k)
+        self.pi, self.nu = twist.site_precision[i0:i1], twist.site_mean[i0:i1]
+        P = twist.slope[i0:i1]
+        Q = A.T @ (self.pi[:, None] * A)
+        Q[np.diag_indices(k)] += 1.0
+        self.W = cholesky(Q[::-1, ::-1], lower=True).T[::-1, ::-1].copy()
+        self.i0, self.draws = i0, means    # the walk overwrites its columns with the draws
+        a = means / pivots
+        dev = (a - self.nu) * self.pi
+        h = (mu[i0:i1] - Lam.T @ P) - dev @ A
+        self.g = solve_triangular(self.W, h.T, trans="T", lower=True, check_finite=False).T
+        self.entry = (0.5 * np.einsum("ij,ij->i", self.g, self.g)
+                      - 0.5 * np.einsum("ij,ij->i", a - self.nu, dev)
+                      - np.log(np.diag(self.W)).sum() - a @ P)
+
+    def step(self, o: int, t: np.ndarray, log_u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(z_o drawn from the proposal by inversion of log_u, its log weight)."""
+        w = self.W[o, o]
+        r = self.g[:, o] - self.draws[:, :o] @ self.W[o, :o] if o else self.g[:, 0]
+        m = r / w                              # the Gaussian's conditional mean of z_o
+        w2, pi, nu = w * w, self.pi[o], self.nu[o]
+        kappa = w2 - pi
+        mt = (w2 * m - pi * (nu - t)) / kappa  # ... with z_o's own site divided out
+        d = t - nu
+        lw = 0.5 * (kappa * mt * mt - w2 * m * m + pi * d * d + np.log(w2 / kappa))
+        root = np.sqrt(kappa)
+        z, lp = draw_above(root * (t + mt), log_u, overwrite=True)
+        z /= root
+        z += mt
+        lw += lp
+        return z, lw
+
+    def resampled(self, src: np.ndarray) -> None:
+        """Particle p continues particle src[p] (the walk permutes the draws itself)."""
+        self.g = self.g[src]
 
 
 class TiltStep(SovStep):
@@ -48,25 +119,26 @@ class TiltStep(SovStep):
     With a `twist` (docs/math.md §7b) the weight of variable j is the twisted one,
     log Φ(t_j + μ_j) + μ_j²/2 − P_j t_j: over a whole path the same product as Botev's, but
     spread so that every partial product is a fair weight to resample on (methods.sir,
-    proposal 'tilted'). The twisted step also looks ahead when the walk says how the next
-    offset depends on z_j, t_{j+1} = a + b z_j: the prefix's target gains the factor
-    exp(h_{j+1}), h_{j+1} = −c_{j+1} (t_{j+1} − t*_{j+1})² / 2, Gaussian in z_j, so z_j is drawn
-    from N(m, 1/λ) truncated to z_j >= −t_j with λ = 1 + c_{j+1} b², m = (μ_j − c_{j+1} b d) / λ,
-    d = a − t*_{j+1}, and weighted by its normaliser, log Φ(√λ (t_j + m)) + λ m²/2 − c_{j+1} d²/2
-    − log(λ)/2 − P_j t_j; the next step divides exp(h_{j+1}) out again. Without a look-ahead
-    (c = 0) this is the plain twisted step."""
+    proposal 'tilted'). A walk that announces its blocks (enter_block) gets the block's
+    Gaussian look-ahead instead (BlockTwist): same final target, so the same unbiased Ẑ."""
 
     def __init__(self, E: np.ndarray, mu: np.ndarray, twist: Twist | None = None):
         super().__init__(E)
         self.mu = mu
         self.twist = twist
-        self.looks_ahead = twist is not None   # the walk then passes `ahead`
-        self._ahead_of = -1                    # the variable whose h the last step included
+        self.block: BlockTwist | None = None
 
-    def __call__(self, j: int, t: np.ndarray, ahead=None):
+    def enter_block(self, i0: int, i1: int, W: np.ndarray, D: np.ndarray) -> None:
+        """The walk's announcement of variables i0..i1−1 (harness.core.sequential): W holds
+        their conditional means given the earlier blocks, and becomes their draws."""
+        if self.twist is not None:
+            self.block = BlockTwist(self.twist, self.mu, i0, W, D)
+            self.logw += self.block.entry
+
+    def __call__(self, j: int, t: np.ndarray):
         m = self.mu[j]
         if self.twist is not None:
-            return self._twisted(j, t, ahead)
+            return self._twisted(j, t)
         if m == 0.0:
             return super().__call__(j, t)
         t += m
@@ -77,30 +149,24 @@ class TiltStep(SovStep):
         y += m
         return y, None
 
-    def _twisted(self, j: int, t: np.ndarray, ahead):
-        tw, m = self.twist, self.mu[j]
-        lw = -tw.slope[j] * t
-        if self._ahead_of == j:                 # divide out the previous step's exp(h_j)
-            d = t - tw.offset[j]
-            lw += 0.5 * tw.curvature[j] * d * d
-        self._ahead_of = -1
-        lam, mean = 1.0, m
-        if ahead is not None and j + 1 < len(self.mu) and tw.curvature[j + 1] > 0.0:
-            a, b = ahead
-            c = tw.curvature[j + 1]
-            d = a - tw.offset[j + 1]
-            lam = 1.0 + c * b * b
-            mean = (m - c * b * d) / lam
-            lw -= 0.5 * c * d * d
-            self._ahead_of = j + 1
-        lw += 0.5 * lam * mean * mean - 0.5 * np.log(lam)
-        root = np.sqrt(lam)
-        y, lp = draw_above(root * (t + mean), self.E[j], overwrite=True)
+    def _twisted(self, j: int, t: np.ndarray):
+        if self.block is not None:
+            z, lw = self.block.step(j - self.block.i0, t, self.E[j])
+            self.logw += lw
+            return z, None
+        m = self.mu[j]
+        lw = 0.5 * m * m - self.twist.slope[j] * t
+        t += m
+        y, lp = draw_above(t, self.E[j], overwrite=True)
         self.logw += lw
         self.logw += lp
-        y /= root
-        y += mean
+        y += m
         return y, None
+
+    def resampled(self, src: np.ndarray) -> None:
+        """Particle p continues particle src[p]: so does the block's per-particle state."""
+        if self.block is not None:
+            self.block.resampled(src)
 
 
 class SaddleShifts:

@@ -12,10 +12,11 @@ BLAS speed; inside a block only the small corrections L[j, i:j] z[i:j] remain. R
 is applied to the in-block arrays at once and to the long history lazily, one gather of the
 rows per block (and of any other per-particle state a structured walk holds, `_resampled`).
 
-A step with `looks_ahead = True` is called as step(j, t, ahead) with the next variable's
-offset as a function of z_j, t_{j+1} = a + b z_j (ahead = (a, b): a over particles, b a
-number), read from the same block's means; ahead is None at a block's last variable
-(docs/math.md §7b, the look-ahead twist).
+A step with an `enter_block` method is told of each block before its first variable:
+step.enter_block(i0, i1, W, D) with W the (n, i1 - i0) array of the block's conditional means
+given the earlier blocks (column o is overwritten by z_{i0+o} once drawn, and its rows are
+permuted with the particles) and D the factor's diagonal block L[i0:i1, i0:i1]. The tilted
+step's Gaussian look-ahead over the block reads both (docs/math.md §7b).
 """
 
 from __future__ import annotations
@@ -83,15 +84,6 @@ class CholeskyWalk:
     def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
         """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
 
-    def _next_mean(self, W: np.ndarray, D: np.ndarray, o: int) -> np.ndarray | None:
-        """The conditional mean of the block's variable o + 1 without z_o's term, from the
-        block's means W and its diagonal block D before z_o is drawn; None at the block's last
-        variable. A looking step gets it as t_{j+1} = a + b z_j (module doc), and the walk
-        finishes the next mean from it with one product, D[o + 1, o] z_o."""
-        if o + 1 >= W.shape[1]:
-            return None
-        return W[:, o + 1] + W[:, :o] @ D[o + 1, :o]
-
     def run(self, n: int, step: Step) -> WalkResult:
         N, k = self.n_vars, self.block_size
         Z, spare = np.empty((n, N)), None   # history; a spare buffer for gathers
@@ -100,7 +92,7 @@ class CholeskyWalk:
         # i0+o until that variable is drawn, then its draw z. So a particle's in-block state
         # is one contiguous row, and resampling copies exactly kb numbers per particle.
         W_full = np.empty((n, k))
-        looks = getattr(step, "looks_ahead", False)
+        enter = getattr(step, "enter_block", None)
         for i0 in range(0, N, k):
             check_deadline()  # cooperative per-job CPU-time limit (harness.core.deadline)
             i1 = min(i0 + k, N)
@@ -111,21 +103,13 @@ class CholeskyWalk:
             else:
                 W[:] = 0.0
             D = self._diagonal_block(i0, i1)
+            if enter is not None:
+                enter(i0, i1, W, D)
             anc = None  # row of the history (as of block start) each particle descends from
-            nxt = None  # a looking step's next mean without the last draw's term
             for o in range(kb):
                 j = i0 + o
-                if nxt is not None:
-                    c = nxt + W[:, o - 1] * D[o, o - 1]
-                else:
-                    c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
-                if looks:
-                    nxt = self._next_mean(W, D, o)
-                    ahead = None if nxt is None else (nxt / self.pivots[j + 1],
-                                                      D[o + 1, o] / self.pivots[j + 1])
-                    z, resample = step(j, c / self.pivots[j], ahead)
-                else:
-                    z, resample = step(j, c / self.pivots[j])
+                c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
+                z, resample = step(j, c / self.pivots[j])
                 W[:, o] = z
                 if resample is None:
                     continue
@@ -136,13 +120,10 @@ class CholeskyWalk:
                     W[:] = W[src]
                     lineage = lineage[src]
                     anc = anc[src]
-                    nxt = None if nxt is None else nxt[src]
                 else:                           # rows dst replaced by copies of rows src
                     copy_rows(W, dst, src)
                     lineage[dst] = lineage[src]
                     anc[dst] = anc[src]
-                    if nxt is not None:
-                        nxt[dst] = nxt[src]
             if anc is not None and i0:
                 if spare is None:
                     spare = np.empty_like(Z)

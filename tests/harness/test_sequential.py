@@ -34,19 +34,23 @@ class RecordingStep:
         return z, Resample(src=good[self.rng.integers(0, len(good), len(bad))], dst=bad)
 
 
-class LookingStep(RecordingStep):
-    """A RecordingStep that asks for the next offset's dependence on its draw."""
-
-    looks_ahead = True
+class EnteringStep(RecordingStep):
+    """A RecordingStep that is told of every block: records (i0, i1, a copy of the block's
+    means, D) and, at each variable, the block's draws so far as the walk holds them."""
 
     def __init__(self, n, mode, seed):
         super().__init__(n, mode, seed)
-        self.aheads, self.zs = [], []
+        self.blocks, self.seen, self.steps = [], [], []
 
-    def __call__(self, j, t, ahead):
+    def enter_block(self, i0, i1, W, D):
+        self.blocks.append((i0, i1, W.copy(), D.copy()))
+        self.W = W
+
+    def __call__(self, j, t):
+        i0 = self.blocks[-1][0]
+        self.seen.append(self.W[:, : j - i0].copy())
         z, resample = super().__call__(j, t)
-        self.aheads.append(ahead)
-        self.zs.append(z.copy() if resample is None else None)
+        self.steps.append((z.copy(), resample))
         return z, resample
 
 
@@ -68,15 +72,14 @@ def naive_walk(L, n, step):
     return Z, lineage
 
 
-@pytest.mark.parametrize("looking", [False, True])
+@pytest.mark.parametrize("entering", [False, True])
 @pytest.mark.parametrize("mode", ["none", "sparse", "full"])
 @pytest.mark.parametrize("block", [1, 3, 7, 50])
-def test_blocked_walk_matches_naive(mode, block, looking):
-    """Also for a looking step, whose walk finishes each mean from the one it computed a step
-    earlier (rows resampled with the particles)."""
+def test_blocked_walk_matches_naive(mode, block, entering):
+    """Also for a step that is told of every block (enter_block)."""
     L = _random_chol(23, 1)
     n = 40
-    fast_step = (LookingStep if looking else RecordingStep)(n, mode, 7)
+    fast_step = (EnteringStep if entering else RecordingStep)(n, mode, 7)
     slow_step = RecordingStep(n, mode, 7)
     result = CholeskyWalk(L, block_size=block).run(n, fast_step)
     Z, lineage = naive_walk(L, n, slow_step)
@@ -95,21 +98,30 @@ def test_walk_without_resampling_samples_the_gaussian():
     np.testing.assert_allclose(cov, L @ L.T, atol=0.03)
 
 
+@pytest.mark.parametrize("mode", ["none", "full"])
 @pytest.mark.parametrize("block", [1, 4, 7])
-def test_a_looking_step_is_told_the_next_offset_as_a_line_in_its_draw(block):
-    """t_{j+1} = a + b z_j for every variable but a block's last (ahead None there): the
-    look-ahead twist's input (docs/math.md §7b)."""
+def test_a_step_is_told_each_block_with_its_means_and_diagonal_block(block, mode):
+    """enter_block(i0, i1, W, D) before each block's first variable: W the block's conditional
+    means given the earlier blocks, D = L[i0:i1, i0:i1]; at each variable W's first columns
+    hold the block's draws so far, rows resampled with the particles (the Gaussian look-ahead's
+    input, docs/math.md §7b)."""
     L = _random_chol(20, 3)
-    step = LookingStep(30, "none", 1)
-    CholeskyWalk(L, block_size=block).run(30, step)
-    told = 0
-    for j in range(19):
-        ahead = step.aheads[j]
-        if (j + 1) % block == 0:
-            assert ahead is None
-            continue
-        a, b = ahead
-        np.testing.assert_allclose(a + b * step.zs[j], step.ts[j + 1], rtol=1e-10, atol=1e-12)
-        assert b == pytest.approx(L[j + 1, j] / L[j + 1, j + 1])
-        told += 1
-    assert step.aheads[19] is None and told == 19 - 19 // block
+    n = 30
+    step = EnteringStep(n, mode, 1)
+    result = CholeskyWalk(L, block_size=block).run(n, step)
+    starts = list(range(0, 20, block))
+    assert [b[0] for b in step.blocks] == starts
+    assert [b[1] for b in step.blocks] == [min(i + block, 20) for i in starts]
+    for i0, i1, W, D in step.blocks:
+        np.testing.assert_array_equal(D, L[i0:i1, i0:i1])
+        if mode == "none":   # the history never changes: the final Z is the walk's
+            np.testing.assert_allclose(W, result.Z[:, :i0] @ L[i0:i1, :i0].T, atol=1e-12)
+    for j in range(20):
+        i0 = j - j % block
+        assert step.seen[j].shape == (n, j - i0)
+        if j + 1 < min(i0 + block, 20):   # next variable, same block: this draw appended
+            z, resample = step.steps[j]
+            held = np.column_stack([step.seen[j], z])
+            if resample is not None:
+                held = held[resample.src]
+            np.testing.assert_array_equal(step.seen[j + 1], held)

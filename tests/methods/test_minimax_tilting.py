@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from edge_problems import duplicated_pairs
+from scipy.stats import truncnorm
 
 from harness.core.errors import InputError
 from harness.core.saddle_point import saddle_point_system
@@ -42,10 +43,34 @@ def test_saddle_point_solves_the_system():
     mu, twist, info = method.shifts(problem)
     assert info["saddle_residual"] < 1e-8 and info["saddle_converged"] == 1
     assert mu[-1] == 0.0 and np.any(mu != 0.0)
-    for part in (twist.slope, twist.curvature):   # P and c of log Φ at the saddle point
+    for part in (twist.slope, twist.site_precision):   # P and π at the saddle point
         assert part.shape == mu.shape and np.all(np.isfinite(part)) and np.all(part > 0)
-    assert np.all(twist.curvature < 1)
+    # the site makes N(s, 1), s = t* + μ, into u >= 0's truncated normal (mean, variance)
+    s = twist.offset + mu
+    pi, nu = twist.site_precision, twist.site_mean
+    mean, var = truncnorm.stats(-s, np.inf, loc=s, moments="mv")
+    np.testing.assert_allclose(1.0 / (1.0 + pi), var, rtol=1e-9)
+    np.testing.assert_allclose((s + pi * nu) / (1.0 + pi), mean, rtol=1e-9)
     assert info["saddle_iterations"] >= 1 and info["saddle_cg_iterations"] >= 1
+
+
+def test_twist_sites_are_finite_in_both_tails():
+    """Far in the left tail the constraint is sharp (π grows like s², capped at
+    SITE_PRECISION_CAP) and far in the right it is idle (π underflows to 0); ν stays finite
+    and the matched variance 1 / (1 + π) is the truncated normal's."""
+    from harness.methods.tilted_walk import SITE_PRECISION_CAP, Twist
+
+    s = np.array([-1e4, -60.0, -8.0, -1.0, 0.0, 1.0, 8.0, 40.0])
+    tw = Twist.at(s, np.zeros_like(s))
+    assert np.all(np.isfinite(tw.site_precision)) and np.all(np.isfinite(tw.site_mean))
+    assert np.all(tw.site_precision >= 0) and tw.site_precision[0] == SITE_PRECISION_CAP
+    assert tw.site_precision[-1] == 0.0
+    mid = slice(2, 7)
+    var = truncnorm.stats(-s[mid], np.inf, loc=s[mid], moments="v")
+    np.testing.assert_allclose(1.0 / (1.0 + tw.site_precision[mid]), var, rtol=1e-9)
+    a = 1.0 / 60.0**2     # s = -60: 1 - c = a - 6a² + 50a³ - 518a⁴ + ... (scipy: 4e-6 off)
+    series = a * (1 - a * (6 - a * (50 - 518 * a)))
+    assert 1.0 / (1.0 + tw.site_precision[1]) == pytest.approx(series, rel=1e-9)
 
 
 def test_an_unconverged_saddle_point_still_estimates_and_says_so(monkeypatch):
