@@ -268,9 +268,14 @@ def test_a_shipped_reference_is_valid_and_matches_its_preset(name):
     make_problem.cache_clear()
 
 
-def test_a_shipped_reference_is_reproduced_bit_for_bit():
-    """Rerunning the procedure with the shipped record's settings gives its numbers exactly
-    (if a change to the methods breaks this, recompute the references: sweeps/references.sh)."""
+def test_a_shipped_reference_is_reproduced_to_rounding():
+    """Rerunning the procedure with the shipped record's settings gives its numbers (if a change
+    to the methods breaks this, recompute the references: sweeps/references.sh). Budget and key
+    exactly; the floats to 1e-9 relative, not bit for bit: numpy picks its exp/log and BLAS kernels
+    by the CPU's instruction set, so another machine of the same kind may differ in the last bits
+    (measured: the SE of log Z is 9.787267424557088e-05 in the shipped record and
+    9.787267424555818e-05 rerun on a CI machine, with the same numpy and scipy). A change to a
+    method moves them by about its SE, 1e-6 relative or more."""
     from harness.references.compute import compute_reference
 
     [shipped] = rd.shipped("gauss-p5")
@@ -283,6 +288,8 @@ def test_a_shipped_reference_is_reproduced_bit_for_bit():
                           target_test_se=t["test_probabilities_se"],
                           max_cpu_seconds=t["max_cpu_seconds"], check_method=None,
                           seed=shipped["seed"])
-    for field in ("log_marginal_likelihood", "log_marginal_likelihood_se",
-                  "test_probabilities", "test_probabilities_se", "budget", "key"):
+    for field in ("budget", "key"):
         assert r[field] == shipped[field], field
+    for field in ("log_marginal_likelihood", "log_marginal_likelihood_se",
+                  "test_probabilities", "test_probabilities_se"):
+        np.testing.assert_allclose(r[field], shipped[field], rtol=1e-9, atol=0, err_msg=field)
