@@ -98,7 +98,8 @@ def ask(client, call: Callable[[], Awaitable[T]], timeout: float = ANSWER_TIMEOU
     """`await call()` on the client's event loop, from this thread: its result. ClusterLost
     as soon as the client has lost the scheduler (Dask's own calls would retry connecting to
     it for distributed.comm.timeouts.connect, 30 s, each), TimeoutError after `timeout`
-    seconds (the call is cancelled). `waiting()`, if given, is called about every `every`
+    seconds (the call is cancelled); a call that fails because the scheduler's connection
+    closed is ClusterLost too (`lost_or`). `waiting()`, if given, is called about every `every`
     seconds while the answer is not there, and may raise to give up (the call is cancelled):
     a long wait (a result whose worker died is computed again, and waits for a worker) still
     watches the cluster."""
@@ -122,7 +123,13 @@ def ask(client, call: Callable[[], Awaitable[T]], timeout: float = ANSWER_TIMEOU
                 raise
             next_look = time.monotonic() + every
         concurrent.futures.wait([future], timeout=0.05)
-    return future.result()
+    try:
+        return future.result()
+    except OSError as exc:   # CommClosedError: the scheduler died under the call, before the
+        lost = lost_or(client, exc)   # client's status says so (seen on a loaded machine)
+        if lost is exc:
+            raise
+        raise lost from None
 
 
 RESULT_TIMEOUT = 600.0       # seconds fetching a batch of finished results may take
