@@ -11,10 +11,12 @@ m = N - 1 row ("dense"), which the Vecchia estimators equal to rounding (tests/m
     python benchmarks/bench_vecchia.py --large 262144 --budget 4000 --m 60   # tilting only
 
 Measured (shared 2-core machine, one BLAS thread): the table behind methods/vecchia.py's
-DEFAULT_M. --large 262144 --budget 4000 --m 60: exact truth 6.7 s; set-up 46 s CPU
-(ordering, neighbours, conditionals, saddle point), estimate 208 s CPU, peak RSS 1.27 GB (wall
-7:55 under load); log Ẑ 301 nats low (SE 11.8, `unreliable`: Pareto k̂ > 1), worst test
-probability 0.24 off. With m = 30, 2,000 points: 27 + 112 s, 1.17 GB, 324 nats low.
+DEFAULT_M. --large 262144 --budget 4000 --m 60, with the sequential walk (docs/math.md §7a):
+exact truth 8.9 s; set-up 57 s CPU (ordering, neighbours, conditionals, saddle point),
+estimate 610 s CPU, wall 7:58 for the whole process, peak RSS 0.89 GB; log Ẑ 0.056 low
+(SE 0.053, ok), worst test probability 0.012 off. Botev's importance weights before it
+(`walk=importance`): 46 + 208 s, 1.27 GB, 301 nats low (SE 11.8, `unreliable`: Pareto k̂ > 1),
+worst test probability 0.24 off.
 """
 
 from __future__ import annotations

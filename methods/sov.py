@@ -150,6 +150,7 @@ class Factor:
     test_means: Callable[[WalkResult, slice], np.ndarray]  # (n, |cols|) conditional means c*
     extra_bytes_per_particle: int = 0
     test_tile: int = 1           # test variables are best taken in multiples of this
+    history_rows: int | None = None   # rows of the walk's history (None: one per variable)
     diagnostics: dict = field(default_factory=dict)
 
 
@@ -370,10 +371,18 @@ class Sov(SplitsEstimates, Method):
         """The walk's step for one chunk (SIR overrides it with a resampling step)."""
         return SovStep(E)
 
-    def points_per_chunk(self, n_vars: int, n_test: int, block: int, extra: int = 0) -> int:
-        """Particles whose arrays (history, log(1 - w), block, test block) fit in chunk_mb."""
-        per = 8 * (2 * n_vars + 3 * block + min(n_test, 64)) + extra
+    def points_per_chunk(self, n_vars: int, n_test: int, block: int, extra: int = 0,
+                         history: int | None = None) -> int:
+        """Particles whose arrays (log(1 - w), a history of `history` rows, by default
+        n_vars, block, test block) fit in chunk_mb."""
+        rows = self.point_rows(n_vars, block) + (n_vars if history is None else history)
+        per = 8 * (rows + 3 * block + min(n_test, 64)) + extra
         return max(1, int(self.chunk_mb * 2**20 // per))
+
+    def point_rows(self, n_vars: int, block: int) -> int:
+        """Rows of log(1 - w) held at a time: all n_vars (a method streaming random points
+        to its walk, block by block, holds `block`: harness.core.qmc.StreamedLogComplement)."""
+        return n_vars
 
     def run(self, problem: Problem, budget: int, rng: np.random.Generator) -> SovRun:
         """The SOV estimate with its per-randomisation parts (see SovRun); raises SetupFailed
@@ -389,8 +398,10 @@ class Sov(SplitsEstimates, Method):
         sizes = split_budget(budget, self.randomisations_for(budget))
         K = len(sizes)
         points = PointSet(self.point_kind(N), N, sizes, rng)
-        rows_max = self.points_per_chunk(N, n_test, fac.walk.block_size,
-                                         fac.extra_bytes_per_particle)
+        block = fac.walk.block_size
+        rows_max = self.points_per_chunk(N, n_test, block, fac.extra_bytes_per_particle,
+                                         fac.history_rows)
+        streamed = self.point_rows(N, block) < N
         per_base = max(1, rows_max // K)
         lse = np.full(K, -np.inf)                 # log Σ W over each randomisation
         num = np.full((K, n_test), -np.inf)       # log Σ W Φ(c*/s) over each randomisation
@@ -400,7 +411,9 @@ class Sov(SplitsEstimates, Method):
         lineages = 0
         with sampling(int(sizes.sum()), N):   # the progress every chunk's walk reports
             for a in range(0, int(sizes.max()), per_base):
-                E, rows = points.log_complement(a, min(a + per_base, int(sizes.max())))
+                b = min(a + per_base, int(sizes.max()))
+                E, rows = points.log_complement_streamed(a, b, block) if streamed \
+                    else points.log_complement(a, b)
                 step = self.make_step(E, rows, rng)
                 result = fac.walk.run(E.shape[1], step)
                 del E, step.E

@@ -19,6 +19,16 @@ chunk of samples. Everything after the step — randomised QMC in independent ra
 the SE of log Ẑ from their spread, Pareto k̂, the reliability rules, split estimates — is
 SOV's (harness.methods.sov).
 
+vecchia-tilting's sequential walk (setting `walk`, as minimax-tilting's: 'auto' is Botev's
+importance sampler below N = 2,048 and from there `sir` with tilting's proposal, twisted
+weights and the Gaussian look-ahead over each block of default_block_size(N) variables,
+VecchiaResampled; docs/math.md §7a-§7b). The Vecchia walk hands each block its means given the
+earlier blocks and its diagonal block L_BB (harness.core.vecchia.VecchiaWalk), keeps only the
+v's a later block or a test variable still reads, and the random points are streamed to it a
+block at a time, so a particle costs O(rows still read), not O(N): at N = 262,144 on markov1d
+all 4,000 particles walk in one chunk. Measured there (rho 0.9, m = 60, exact truth): Botev's
+weights 301 nats low (flagged); the sequential walk within 1.2 SE, see docs/math.md §7a.
+
 Test probabilities: each test variable is appended with its own m nearest training inputs as
 neighbours (among all training variables), c* = b* v_c, s*² = d* (its Vecchia conditional mean
 and variance), and the shared-sample ratio estimator J* = Σ W Φ(c*/s*) / Σ W.
@@ -45,7 +55,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from harness.core.kernels import RBF, Matern
-from harness.core.sequential import WalkResult
+from harness.core.sequential import WalkResult, default_block_size
 from harness.core.vecchia import (
     Conditionals,
     VecchiaFactor,
@@ -58,8 +68,9 @@ from harness.core.vecchia import (
     strongest_order,
     test_correlation_neighbours,
 )
-from harness.methods.minimax_tilting import MinimaxTilting
-from harness.methods.sov import Factor, SetupFailed, Sov
+from harness.methods.minimax_tilting import WALKS, MinimaxTilting
+from harness.methods.sir import Sir
+from harness.methods.sov import _TEST_ELEMENTS, Factor, SetupFailed, Sov
 from harness.methods.tilted_walk import with_saddle_vectors
 from harness.model.constraints import Integer, OneOf
 from harness.model.footprint import MemoryEstimate
@@ -192,28 +203,36 @@ class VecchiaSov(Sov):
         """Only small tiles of `problem.cov` are read."""
         return False
 
+    def walk_block(self, n_train: int) -> int:
+        """Variables per block of the walk: one (the plain walk; the resampled walk of
+        vecchia-tilting takes blocks for its look-ahead)."""
+        return 1
+
     def factor(self, problem: Problem) -> Factor:
         try:
             s = self.structure(problem)
         except np.linalg.LinAlgError as exc:
             raise SetupFailed("the Vecchia conditionals could not be solved: a neighbours' "
                               f"block R[c, c] is singular ({exc})") from None
-        walk = VecchiaWalk(s.train)
-        test, test_sd = s.test, np.empty(0)
+        test, test_sd, keep = s.test, np.empty(0), None
         if test is not None:
             test_sd = np.sqrt(test.var)
+            keep = np.unique(test.idx[np.arange(test.idx.shape[1]) < test.count[:, None]])
+        walk = VecchiaWalk(s.train, self.walk_block(problem.n_train), keep)
 
         def test_means(result: WalkResult, cols: slice) -> np.ndarray:
-            V = result.Z.T   # (N, n) v's
+            V, rows = result.Z.T, result.columns   # the kept v's and each variable's row
             out = np.empty((V.shape[1], cols.stop - cols.start))
             for o, j in enumerate(range(cols.start, cols.stop)):
-                out[:, o] = test.coef[j] @ V[test.idx[j]]
+                out[:, o] = test.coef[j] @ V[rows[test.idx[j]]]
             return out
 
-        return Factor(walk=walk, test_sd=test_sd, test_means=test_means, diagnostics={
+        return Factor(walk=walk, test_sd=test_sd, test_means=test_means,
+                      history_rows=walk.history_rows, diagnostics={
             "approximation": f"Vecchia, m = {self.m}: estimates P(v >= 0) under the "
                              "approximated covariance",
             "m": self.m, "ordering": s.kind, "vecchia_setup_seconds": s.seconds,
+            "history_rows": walk.history_rows,
             "floored_variances": s.train.floored,
             "min_conditional_variance_ratio": float(np.min(s.train.var
                                                            / problem.cov.diag()[s.order])),
@@ -228,25 +247,90 @@ class VecchiaSov(Sov):
         setup = {"conditional systems": 2048 * 8 * 2 * (m + 1) ** 2,
                  "neighbour search blocks": 4 * 8 * (1 << 22),
                  "ordering": 128 * n_train}
-        return MemoryEstimate(held, self.particle_memory(n_train, n_test, budget, 1), setup)
+        particles = self.particle_memory(n_train, n_test, budget, self.walk_block(n_train))
+        return MemoryEstimate(held, particles, setup)
 
 
-class VecchiaTilting(VecchiaSov, MinimaxTilting):
-    """Botev's minimax tilting on the Vecchia approximation (module doc): MinimaxTilting's step,
-    set-up and reliability rules, with the saddle point of ψ for the sparse factor."""
+class VecchiaSaddle:
+    """The saddle point of ψ on the sparse Vecchia factor (shared by vecchia-tilting's two
+    walks, so both use one cached solve)."""
 
-    name = "vecchia-tilting"
-    walk = "importance"   # not a setting: Botev's estimator on every N (MinimaxTilting.walk)
-    summary = ("minimax exponential tilting on the Vecchia approximation (Cao & Katzfuss 2024): "
-               "saddle point on the sparse factor, O(N m) per sample; estimates P(v >= 0) "
-               "under the approximated covariance, not the exact Z")
+    m: int
+    ordering: str
 
     def saddle_factor(self, problem: Problem):
-        """The sparse Vecchia factor (MinimaxTilting.shifts solves the saddle point with it)."""
+        """The sparse Vecchia factor (SaddleShifts.shifts solves the saddle point with it)."""
         return (("vecchia-tilting", self.m, self.ordering),
                 lambda: VecchiaFactor(self.structure(problem).train))
 
-    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+    def vecchia_memory(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
         """vecchia-sov's, plus the saddle point's few dozen vectors of length N."""
         return with_saddle_vectors(VecchiaSov.memory_estimate(self, n_train, n_test, budget),
                                    n_train)
+
+
+class VecchiaResampled(VecchiaSaddle, VecchiaSov, Sir):
+    """vecchia-tilting's sequential walk: `sir` with tilting's proposal and twisted weights
+    (methods.sir, proposal 'tilted'; docs/math.md §7b) on the Vecchia walk in blocks of
+    default_block_size(N) variables, with the Gaussian look-ahead over each block
+    (methods.tilted_walk.BlockTwist). Not a plugin of its own: VecchiaTilting.resampled_walk."""
+
+    name = "vecchia-tilting"
+
+    def __init__(self, m: int = DEFAULT_M, ordering: str = "auto", randomisations: int = 0,
+                 chunk_mb: float = 512.0):
+        VecchiaSov.__init__(self, m=m, ordering=ordering, points="random",
+                            randomisations=randomisations, chunk_mb=chunk_mb)
+        self.ess_threshold, self.resampling, self.proposal = 0.5, "systematic", "tilted"
+        self.tile_size, self.tolerance, self.factorisation = 0, 1e-8, "auto"   # unused
+
+    def walk_block(self, n_train: int) -> int:
+        return default_block_size(n_train)
+
+    def point_rows(self, n_vars: int, block: int) -> int:
+        """Random points, streamed to the walk a block at a time."""
+        return block
+
+    def particle_memory(self, n_vars, n_test, budget, block, extra=0, per_variable=None):
+        """One chunk's particles: the history at its largest (N rows; the walk holds only the
+        rows still read, VecchiaWalk.history_rows, so a run fits more particles in chunk_mb),
+        a block of log(1 - w), the walk's and the look-ahead's block arrays (BlockTwist), and
+        the test block."""
+        n = min(budget, self.points_per_chunk(n_vars, n_test, block, extra))
+        out = {"particles (history, points)": n * (8 * (n_vars + block + 3 * block) + extra),
+               "block look-ahead": n * 8 * 4 * block}
+        if n_test:
+            out["test block"] = 3 * 8 * min(n * n_test, max(_TEST_ELEMENTS, n))
+        return out
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        return self.vecchia_memory(n_train, n_test, budget)
+
+
+class VecchiaTilting(VecchiaSaddle, VecchiaSov, MinimaxTilting):
+    """Botev's minimax tilting on the Vecchia approximation (module doc): MinimaxTilting's step,
+    set-up and reliability rules, with the saddle point of ψ for the sparse factor; from
+    N = 2,048 on ('walk' auto) resampled on twisted weights (VecchiaResampled)."""
+
+    name = "vecchia-tilting"
+    summary = ("minimax exponential tilting on the Vecchia approximation (Cao & Katzfuss 2024): "
+               "saddle point on the sparse factor, O(N m) per sample, from N = 2,048 resampled "
+               "on twisted weights; estimates P(v >= 0) under the approximated covariance, not "
+               "the exact Z")
+    constraints = {**VecchiaSov.constraints, "walk": OneOf(*WALKS)}
+
+    def __init__(self, m: int = DEFAULT_M, ordering: str = "auto", points: str = "sobol",
+                 randomisations: int = 0, walk: str = "auto", chunk_mb: float = 512.0):
+        VecchiaSov.__init__(self, m=m, ordering=ordering, points=points,
+                            randomisations=randomisations, chunk_mb=chunk_mb)
+        self.walk = walk
+
+    def resampled_walk(self) -> VecchiaResampled:
+        """The sequential walk with these settings (MinimaxTilting.sequential says when)."""
+        return VecchiaResampled(m=self.m, ordering=self.ordering,
+                                randomisations=self.randomisations, chunk_mb=self.chunk_mb)
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        if self.sequential(n_train):
+            return self.resampled_walk().memory_estimate(n_train, n_test, budget)
+        return self.vecchia_memory(n_train, n_test, budget)

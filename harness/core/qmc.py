@@ -162,6 +162,17 @@ class PointSet:
             np.abs(block, out=block)   # tent: w = |2x - 1| in [0, 1]
         return out, rows
 
+    def log_complement_streamed(self, a: int, b: int, block: int
+                                ) -> tuple[StreamedLogComplement, list[tuple[int, int, int]]]:
+        """log_complement(a, b) of random points, generated `block` variables at a time as a
+        walk reaches them (StreamedLogComplement): the same numbers, (block x rows) held."""
+        if self.kind != "random":
+            raise ValueError("only random points can be streamed (a QMC point has all its "
+                             "coordinates at once)")
+        rows = self.chunk_rows(a, b)
+        return StreamedLogComplement(self.rng, self.dim, sum(m for _, _, m in rows),
+                                     block), rows
+
     def log_complement(self, a: int, b: int) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
         """log(1 - w) of points a..b-1, variable-major, always < 0 and finite; and chunk_rows.
 
@@ -180,6 +191,31 @@ class PointSet:
             np.log1p(E, out=E)
         np.minimum(E, _NEG_TINY, out=E)
         return E, rows
+
+
+class StreamedLogComplement:
+    """PointSet.log_complement of random points for a walk that visits the variables in
+    order: E[j] for j = 0, 1, ... generated `block` rows at a time from the same stream,
+    log(1 - U) = -Exp(1) (numpy's Generator fills an array in order, so consecutive blocks
+    are the whole array's rows, bit for bit)."""
+
+    def __init__(self, rng: np.random.Generator, dim: int, n: int, block: int):
+        self.rng, self.shape, self.block = rng, (dim, n), max(1, int(block))
+        self._start, self._rows = 0, np.empty((0, n))
+
+    def __getitem__(self, j: int) -> np.ndarray:
+        o = j - self._start
+        if 0 <= o < len(self._rows):
+            return self._rows[o]
+        if o != len(self._rows) or j >= self.shape[0]:
+            raise IndexError(f"variable {j}: a streamed point set is read in order "
+                             f"(next is {self._start + len(self._rows)})")
+        k = min(self.block, self.shape[0] - j)
+        self._rows = self.rng.standard_exponential((k, self.shape[1]))
+        np.negative(self._rows, out=self._rows)
+        np.minimum(self._rows, _NEG_TINY, out=self._rows)
+        self._start = j
+        return self._rows[0]
 
 
 def batch_standard_error(log_values: np.ndarray, sizes) -> tuple[float, float]:

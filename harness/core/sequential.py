@@ -11,6 +11,9 @@ with the stored history, Z[:, :i] @ L[i:i+k, :i]^T, so the walk costs about n N^
 BLAS speed; inside a block only the small corrections L[j, i:j] z[i:j] remain. Resampling
 is applied to the in-block arrays at once and to the long history lazily, one gather of the
 rows per block (and of any other per-particle state a structured walk holds, `_resampled`).
+A structured walk may keep its history in another form (`_new_history`, `_gather_history`,
+`_store_block`, `_result`: the Vecchia walk keeps the v's, and gathers only the rows a later
+variable still reads).
 
 A step with an `enter_block` method is told of each block before its first variable:
 step.enter_block(i0, i1, W, D) with W the (n, i1 - i0) array of the block's conditional means
@@ -46,6 +49,8 @@ Step = Callable[[int, np.ndarray], tuple[np.ndarray, Resample | None]]
 class WalkResult:
     Z: np.ndarray        # (n, N) standardised draws of the final population, v = Z @ L^T
     lineage: np.ndarray  # (n,) index of each final particle's ancestor at the first variable
+    columns: np.ndarray | None = None   # a walk that keeps only some variables (Vecchia):
+    #                                     Z's column of each variable, -1 if not kept
 
 
 def sampling(points: int, n_vars: int):
@@ -84,9 +89,33 @@ class CholeskyWalk:
     def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
         """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
 
+    def _new_history(self, n: int) -> np.ndarray:
+        """The history of n particles: their standardised draws, (n, N)."""
+        self._history_spare = None
+        return np.empty((n, self.n_vars))
+
+    def _gather_history(self, Z: np.ndarray, anc: np.ndarray, i0: int) -> np.ndarray:
+        """The history of variables < i0 with particle p's row taken from row anc[p] (one
+        gather into a spare buffer, which then becomes the history)."""
+        if self._history_spare is None:
+            self._history_spare = np.empty_like(Z)
+        gather_rows(Z, anc, i0, self._history_spare)
+        Z, self._history_spare = self._history_spare, Z
+        return Z
+
+    def _store_block(self, Z: np.ndarray, W: np.ndarray, i0: int, i1: int,
+                     anc: np.ndarray | None) -> None:
+        """Variables i0..i1-1 drawn: W holds their z's in the particles' final order (anc:
+        the block-start row each particle descends from, None if no resampling)."""
+        Z[:, i0:i1] = W
+
+    def _result(self, Z: np.ndarray, lineage: np.ndarray) -> WalkResult:
+        self._history_spare = None   # not held between runs
+        return WalkResult(Z, lineage)
+
     def run(self, n: int, step: Step) -> WalkResult:
         N, k = self.n_vars, self.block_size
-        Z, spare = np.empty((n, N)), None   # history; a spare buffer for gathers
+        Z = self._new_history(n)
         lineage = np.arange(n)
         # In-block work array: column o holds the block-start conditional mean of variable
         # i0+o until that variable is drawn, then its draw z. So a particle's in-block state
@@ -125,12 +154,9 @@ class CholeskyWalk:
                     lineage[dst] = lineage[src]
                     anc[dst] = anc[src]
             if anc is not None and i0:
-                if spare is None:
-                    spare = np.empty_like(Z)
-                gather_rows(Z, anc, i0, spare)
-                Z, spare = spare, Z
+                Z = self._gather_history(Z, anc, i0)
                 self._resampled(anc)
-            Z[:, i0:i1] = W
+            self._store_block(Z, W, i0, i1, anc)
             self._block_done(Z, i0, i1)
             advance(n * kb)   # particle-variables (harness.core.progress)
-        return WalkResult(Z, lineage)
+        return self._result(Z, lineage)

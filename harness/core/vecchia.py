@@ -19,8 +19,11 @@ Neighbours: the m nearest previously ordered inputs (`ordered_neighbours`,
 scipy.spatial.cKDTree), or the m most correlated previous variables
 (`correlation_neighbours`, blocks of rows of R). None ever holds an N x N array.
 
-`VecchiaWalk`: the shared Cholesky walk over these conditionals, O(N m) per sample; the
-saddle point's factor (`VecchiaFactor`) takes its starting path from it, with one particle.
+`VecchiaWalk`: the shared Cholesky walk over these conditionals, in blocks (each block's means
+given the earlier ones and its diagonal block of L by forward substitution), O(N m) per sample
+for blocks of one; its history holds only the rows a later block still reads, reused
+(`_history_slots`). The saddle point's factor (`VecchiaFactor`) takes its starting path from
+it, with one particle.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from scipy.spatial import cKDTree
 
 from harness.core.covariance import Covariance
 from harness.core.deadline import check_deadline
-from harness.core.progress import advance, phase
+from harness.core.progress import phase
 from harness.core.sequential import CholeskyWalk, WalkResult
 
 _BLOCK_ELEMENTS = 1 << 22   # entries of R (or of a neighbour query) generated at a time
@@ -271,19 +274,6 @@ def _backward(idx, coef, count, u):
     return x
 
 
-@njit(cache=True)
-def conditional_means(V, idx, coef, k):
-    """Σ_j coef_j V[idx_j] over the first k neighbours: the conditional means of one variable
-    for every sample (V variable-major, (N, n)); a numba loop, twice as fast as numpy's
-    gather and product at n = 128 samples and m = 60 (40 -> 22 µs a variable)."""
-    out = np.zeros(V.shape[1])
-    for j in range(k):
-        row, b = idx[j], coef[j]
-        for s in range(V.shape[1]):
-            out[s] += b * V[row, s]
-    return out
-
-
 class VecchiaFactor:
     """L = U^{-1} D^{1/2} of the Vecchia approximation, with the protocol of
     harness.core.saddle_point.TriangularFactor (n, diag, lower, upper) and its mean path."""
@@ -320,30 +310,156 @@ class VecchiaFactor:
         return x
 
 
-class VecchiaWalk(CholeskyWalk):
-    """The SOV walk over the Vecchia conditionals: v_i = b_i v_c(i) + sqrt(d_i) z_i, the step
-    choosing z_i from t_i = b_i v_c(i) / sqrt(d_i). The history holds v (variable-major), and
-    the result's Z is its transpose (n, N): the v's, not standardised draws."""
+@njit(cache=True)
+def _block_conditionals(V, slot, idx, coef, count, sd, i0, i1, M, D):
+    """For the variables i0..i1-1 (block B): M[o] = their conditional means given the
+    variables before i0, U_BB^{-1} r with r_i = Σ_{c < i0} b_ic v_c (v_c in row slot[c] of V),
+    and D = L_BB = U_BB^{-1} diag(sd_B), by forward substitution over the in-block neighbours."""
+    n = M.shape[1]
+    for o in range(i1 - i0):
+        i = i0 + o
+        M[o, :] = 0.0
+        D[o, :] = 0.0
+        D[o, o] = sd[i]
+        for k in range(count[i]):
+            r, b = idx[i, k], coef[i, k]
+            if r < i0:
+                row = slot[r]
+                for s in range(n):
+                    M[o, s] += b * V[row, s]
+            else:
+                q = r - i0
+                for s in range(n):
+                    M[o, s] += b * M[q, s]
+                for c in range(q + 1):
+                    D[o, c] += b * D[q, c]
 
-    def __init__(self, cond: Conditionals):
+
+@njit(cache=True)
+def _permute_columns(V, rows, anc, buf):
+    """V[r, :] = V[r, anc] for every r in rows (buf: one row of scratch)."""
+    for r in rows:
+        for s in range(anc.shape[0]):
+            buf[s] = V[r, anc[s]]
+        V[r, :] = buf
+
+
+def last_reads(cond: Conditionals, keep: np.ndarray | None = None) -> np.ndarray:
+    """For each variable the last variable whose conditional reads it (-1: none); the rows
+    in `keep` (read after the walk, e.g. by the test variables) are read at N."""
+    n, m = cond.idx.shape
+    read = np.arange(m) < cond.count[:, None]
+    last = np.full(n, -1, dtype=np.intp)
+    np.maximum.at(last, cond.idx[read], np.nonzero(read)[0])
+    if keep is not None:
+        last[np.asarray(keep, dtype=np.intp)] = n
+    return last
+
+
+@njit(cache=True)
+def _history_slots(last, k):
+    """Rows of the walk's history for blocks of k variables: a variable is stored only if a
+    variable after its own block (or the caller, last = N) reads it, and its row is free again
+    once the block that reads it last has started (its reads happen at the block's start).
+    Returns (slot of each variable or -1, number of rows, and per block b the variables whose
+    rows it frees: freed[ptr[b]:ptr[b + 1]])."""
+    n = last.shape[0]
+    nb = (n + k - 1) // k
+    counts = np.zeros(nb + 1, np.intp)
+    for j in range(n):
+        if last[j] < n and last[j] >= min((j // k + 1) * k, n):
+            counts[last[j] // k + 1] += 1
+    ptr = np.cumsum(counts)
+    freed = np.empty(ptr[nb], np.intp)
+    fill = ptr[:nb].copy()
+    for j in range(n):
+        if last[j] < n and last[j] >= min((j // k + 1) * k, n):
+            b = last[j] // k
+            freed[fill[b]] = j
+            fill[b] += 1
+    slot = np.full(n, -1, np.intp)
+    free = np.empty(n, np.intp)
+    nfree, size = 0, 0
+    for b in range(nb):
+        for q in range(ptr[b], ptr[b + 1]):
+            free[nfree] = slot[freed[q]]
+            nfree += 1
+        i1 = min((b + 1) * k, n)
+        for j in range(b * k, i1):
+            if last[j] >= i1:
+                if nfree:
+                    nfree -= 1
+                    slot[j] = free[nfree]
+                else:
+                    slot[j] = size
+                    size += 1
+    return slot, size, ptr, freed
+
+
+class VecchiaWalk(CholeskyWalk):
+    """The Cholesky walk (harness.core.sequential) over the Vecchia conditionals, in blocks
+    of `block_size` variables: v_i = b_i v_c(i) + sqrt(d_i) z_i. Before a block B the walk gets
+    the means of its variables given the earlier ones, U_BB^{-1} r (r_i the part of b_i v_c(i)
+    from earlier blocks), and its diagonal block L_BB = U_BB^{-1} D_B^{1/2}, both by forward
+    substitution over the in-block neighbours (O(k m) per variable and particle): the in-block
+    loop is then the shared one. With blocks of one variable this is the plain walk,
+    t_i = b_i v_c(i) / sqrt(d_i).
+
+    The history holds only the v's that a later block (or the caller: `keep`, e.g. the test
+    variables' neighbours) still reads, in `history_rows` rows reused as variables stop being
+    read (`_history_slots`; on a 1-D sorted order about m rows plus `keep`, not N). The result's
+    Z is (n, history_rows), v's not standardised draws, with `columns` the row of each `keep`
+    variable (-1 for the others, whose rows were reused). When a step resamples, the held rows
+    are permuted with the particles."""
+
+    def __init__(self, cond: Conditionals, block_size: int = 1, keep: np.ndarray | None = None):
         self.L = None
         self.cond = cond
         self.n_vars = len(cond.var)
-        self.block_size = 1
+        self.block_size = block_size
         self.pivots = np.sqrt(cond.var)
+        last = last_reads(cond, keep)
+        self.slot, self.history_rows, self._ptr, self._freed = _history_slots(last, block_size)
+        self.columns = np.where(last == self.n_vars, self.slot, -1)   # held to the end
 
-    def run(self, n: int, step) -> WalkResult:
-        c, sd = self.cond, self.pivots
-        V = np.zeros((self.n_vars, n))
-        for i in range(self.n_vars):   # c.count[i] = 0 for i = 0: a zero mean
-            if i % 1024 == 0:
-                check_deadline()
-                advance(n * min(1024, self.n_vars - i))
-            k = c.count[i]
-            mean = conditional_means(V, c.idx[i], c.coef[i], k)
-            z, resample = step(i, mean / sd[i])
-            if resample is not None:
-                raise NotImplementedError("the Vecchia walk does not resample")
-            np.multiply(z, sd[i], out=V[i])
-            V[i] += mean
-        return WalkResult(V.T, np.arange(n))
+    def _new_history(self, n: int) -> np.ndarray:
+        k = self.block_size
+        self._M, self._D = np.empty((k, n)), np.empty((k, k))
+        self._held = np.zeros(self.history_rows, dtype=bool)
+        self._none = np.empty((0, n))   # the history before the first block
+        return np.zeros((self.history_rows, n))
+
+    def _conditionals(self, V, i0, i1):
+        M, D = self._M[: i1 - i0], self._D[: i1 - i0, : i1 - i0]
+        c = self.cond
+        _block_conditionals(V, self.slot, c.idx, c.coef, c.count, self.pivots, i0, i1, M, D)
+        b = i0 // self.block_size   # the rows this block read last are free from here on
+        self._held[self.slot[self._freed[self._ptr[b]:self._ptr[b + 1]]]] = False
+        return M, D
+
+    def _block_means(self, V, i0, i1, out):
+        out[:] = self._conditionals(V, i0, i1)[0].T
+
+    def _diagonal_block(self, i0, i1):
+        if i0 == 0:     # no earlier blocks: _block_means was not called
+            self._conditionals(self._none, 0, i1)
+        return self._D[: i1 - i0, : i1 - i0]
+
+    def _gather_history(self, V, anc, i0):
+        """Permute the held rows (those a later block or the caller still reads)."""
+        _permute_columns(V, np.flatnonzero(self._held), anc, np.empty(V.shape[1]))
+        return V
+
+    def _store_block(self, V, W, i0, i1, anc):
+        rows = self.slot[i0:i1]
+        kept = np.flatnonzero(rows >= 0)
+        if len(kept) == 0:
+            return
+        M = self._M[: i1 - i0]
+        B = self._D[: i1 - i0, : i1 - i0] @ W.T
+        B += M[:, anc] if anc is not None else M
+        V[rows[kept]] = B[kept]
+        self._held[rows[kept]] = True
+
+    def _result(self, V, lineage):
+        return WalkResult(V.T, lineage, self.columns)

@@ -137,3 +137,20 @@ def test_batch_error_is_not_capped_at_one_nat_when_one_batch_dominates():
     assert err.se > 3.0
     # all the mass in one batch: the delta method reads exactly 1 nat
     assert batch_error(np.array([0.0] + [-800.0] * 9), [5] * 10).delta_se == pytest.approx(1.0)
+
+
+def test_streamed_random_points_are_the_whole_arrays_rows():
+    """A walk reading log(1 - w) a block at a time gets exactly PointSet.log_complement's
+    numbers (numpy fills an array in order), holding one block; reading out of order fails."""
+    sizes = [5, 7, 6]
+    whole, rows = PointSet("random", 23, sizes, np.random.default_rng(4)).log_complement(2, 6)
+    streamed, srows = PointSet("random", 23, sizes,
+                               np.random.default_rng(4)).log_complement_streamed(2, 6, 5)
+    assert srows == rows and streamed.shape == whole.shape
+    got = np.array([streamed[j].copy() for j in range(23)])
+    np.testing.assert_array_equal(got, whole)
+    assert streamed._rows.shape[0] <= 5
+    with pytest.raises(IndexError):
+        streamed[3]
+    with pytest.raises(ValueError):
+        PointSet("sobol", 23, sizes, np.random.default_rng(4)).log_complement_streamed(0, 3, 5)

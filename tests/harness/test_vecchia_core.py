@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_sequential import EnteringStep, RecordingStep, naive_walk
 
 from harness.core import vecchia as vc
 from harness.core.covariance import DenseCovariance, OneFactorCovariance
@@ -96,3 +97,45 @@ def test_strongest_order_puts_the_largest_loadings_first():
     d = np.random.default_rng(5).uniform(-0.95, 0.95, 50)
     order = vc.strongest_order(OneFactorCovariance(d))
     assert np.all(np.diff(np.abs(d[order])) <= 0)
+
+
+@pytest.mark.parametrize("mode", ["none", "sparse", "full"])
+@pytest.mark.parametrize("block", [1, 3, 7, 23])
+def test_the_blocked_vecchia_walk_is_the_walk_on_its_dense_factor(mode, block):
+    """In blocks, resampling or not, the Vecchia walk gives every variable the t of the walk
+    on the dense L = U^{-1} D^{1/2}, and its final v's of the `keep` variables are that walk's
+    Z Lᵀ (the rows of the others are reused: not in the result)."""
+    R = _spd(23, 5)
+    f, L = _dense_factor(R, 4)
+    keep = np.array([2, 9, 22])
+    n = 40
+    fast, slow = EnteringStep(n, mode, 7), RecordingStep(n, mode, 7)
+    walk = vc.VecchiaWalk(f.cond, block, keep)
+    result = walk.run(n, fast)
+    Z, lineage = naive_walk(L, n, slow)
+    for a, b in zip(fast.ts, slow.ts, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(result.lineage, lineage)
+    assert np.flatnonzero(result.columns >= 0).tolist() == keep.tolist()
+    np.testing.assert_allclose(result.Z[:, result.columns[keep]], (Z @ L.T)[:, keep],
+                               rtol=1e-10, atol=1e-10)
+    for i0, i1, _, D in fast.blocks:     # the walk's diagonal block is L's
+        np.testing.assert_allclose(D, L[i0:i1, i0:i1], atol=1e-12)
+
+
+def test_the_vecchia_walk_holds_only_the_rows_still_read():
+    """On a banded (markov) structure with m = 2 in blocks of 8, the history needs the last
+    two variables before a block and the kept one, 3 rows, not 60; with blocks of one, 3 too
+    (a variable is read by the next two)."""
+    n_vars = 60
+    R = 0.8 ** np.abs(np.subtract.outer(np.arange(n_vars), np.arange(n_vars)))
+    f, L = _dense_factor(R, 2)
+    assert sorted(f.cond.idx[5, :2].tolist()) == [3, 4]
+    for block in (8, 1):
+        walk = vc.VecchiaWalk(f.cond, block, keep=np.array([10]))
+        assert walk.history_rows == 3
+        step = RecordingStep(30, "full", 2)
+        result = walk.run(30, step)
+        Z, _ = naive_walk(L, 30, RecordingStep(30, "full", 2))
+        np.testing.assert_allclose(result.Z[:, result.columns[10]], (Z @ L.T)[:, 10],
+                                   atol=1e-10)
