@@ -56,6 +56,10 @@ def setup(p):
     p.add_argument("--check-method", default="auto",
                    help="second unbiased method for the agreement check (default: sir for "
                         "minimax-tilting, else minimax-tilting; 'none' skips the check)")
+    p.add_argument("--check-set", dest="check_settings", action="append", default=[],
+                   metavar="KEY=VALUE",
+                   help="a setting of the check method (repeatable), e.g. proposal=tilted "
+                        "for sir on a short-range problem at large N")
     p.add_argument("--seed", default="0", help="seed of the parts' random streams")
     add_cluster_options(
         p, "run the parts on a local Dask cluster of this many worker processes",
@@ -148,6 +152,12 @@ def _compute(args) -> list[dict]:
     for item in args.settings:
         settings.update(parse_pairs(item, "--set"))
     check = None if args.check_method == "none" else args.check_method
+    check_settings: dict[str, str] = {}
+    for item in args.check_settings:
+        check_settings.update(parse_pairs(item, "--check-set"))
+    if check is None and check_settings:
+        raise InputError("--check-set", "there is no check method (--check-method none)",
+                         "drop --check-set, or name a --check-method")
     check_options(args.scheduler, workers, None)
     records = []
     with ExitStack() as stack:
@@ -159,6 +169,6 @@ def _compute(args) -> list[dict]:
                 problem, args.method, settings, max_budget=budget, budget_per_round=round_budget,
                 parts_per_round=parts, target_se=args.target_se,
                 target_test_se=args.target_test_se, max_cpu_seconds=args.max_cpu,
-                client=client, check_method=check, seed=seed,
+                client=client, check_method=check, check_settings=check_settings, seed=seed,
                 out=lambda text: note(args, text)))
     return records

@@ -193,7 +193,24 @@ def test_a_failed_reference_is_one_line_and_exit_1(monkeypatch, capsys):
     assert "reference failed" in err and "all weights zero" in err and "Traceback" not in err
 
 
+def test_check_settings_reach_the_check_method(capsys):
+    """--check-set KEY=VALUE sets the check method (sir's tilted proposal: the check that
+    stays right on short-range problems at large N, docs/math.md §7b)."""
+    code = main(["reference", SMALL, "--method", "sov", "--budget", "8000",
+                 "--target-se", "0.5", "--target-test-se", "0.5", "--check-method", "sir",
+                 "--check-set", "proposal=tilted", "--check-set", "ess_threshold=0.7",
+                 "--json"])
+    r = json.loads(capsys.readouterr().out)
+    assert code == 0 and r["check_run"]["method_name"] == "sir"
+    assert r["check_run"]["settings"]["proposal"] == "tilted"
+    assert r["check_run"]["settings"]["ess_threshold"] == 0.7
+
+
 @pytest.mark.parametrize("argv, field", [
+    (["reference", SMALL, "--check-method", "none", "--check-set", "proposal=tilted"],
+     "--check-set"),
+    (["reference", SMALL, "--check-method", "sir", "--check-set", "proposal=x"],
+     "proposal"),
     (["reference", SMALL, "--method", "ep"], "--method"),
     (["reference", SMALL, "--target-se", "0"], "--target-se"),
     (["reference"], "PROBLEM"),

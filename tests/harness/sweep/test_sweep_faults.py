@@ -278,6 +278,40 @@ def test_a_scheduler_killed_at_any_point_is_one_line_and_exit_3(tmp_path, monkey
         cluster.close()
 
 
+def test_a_call_cut_off_by_a_closed_comm_is_cluster_lost():
+    """cluster.ask: a scheduler killed just before a call can fail it with CommClosedError
+    while the client's status still says running (seen in CI on a loaded machine: a
+    traceback instead of the one line and exit 3); that is ClusterLost, other errors are
+    not."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from distributed.comm.core import CommClosedError
+
+    from harness.execution.cluster import ClusterLost, ask
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    client = SimpleNamespace(status="running", loop=SimpleNamespace(asyncio_loop=loop),
+                             scheduler=SimpleNamespace(address="tcp://127.0.0.1:1"))
+
+    async def cut():
+        raise CommClosedError("in <TCP (closed) ConnectionPool.identity>: Stream is closed")
+
+    async def wrong():
+        raise ValueError("a bad request")
+
+    try:
+        with pytest.raises(ClusterLost, match="tcp://127.0.0.1:1"):
+            ask(client, cut)
+        with pytest.raises(ValueError):
+            ask(client, wrong)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+
+
 @pytest.mark.slow   # ~12 s of silence after a cluster's start
 def test_a_frozen_scheduler_is_lost_after_the_comm_timeout(tmp_path, sweep_process):
     """A scheduler stopped with SIGSTOP keeps its connections open (the kernel answers for
