@@ -19,3 +19,9 @@ done
 # one, plus 289 s for the sir check).
 nice python -m harness reference gauss-p6 $TARGETS --round-budget 8e4 --max-cpu 1500 \
     --out "$OUT/gauss-p6.json" "$@"
+# 2-D Matérn-3/2 at N = 16,384: short range and large N (README "Reference values" has its
+# cost; sir's default SOV proposal degenerates there, so the check is sir with the tilted one).
+nice python -m harness reference gauss2class-matern16k --method minimax-tilting --budget 1e9 \
+    --round-budget 3.2e4 --target-se 0.025 --target-test-se 0.01 --max-cpu 3600 \
+    --check-method sir --check-set proposal=tilted \
+    --out "$OUT/gauss2class-matern16k.json" "$@"

@@ -14,6 +14,7 @@
     target_test_se = 1e-4       # every test probability's SE target
     max_cpu = 150               # CPU seconds of the reference method (optional)
     check_method = "auto"       # "auto", a method name, or "none"
+    check_settings = {}         # its settings, e.g. { proposal = "tilted" } for sir
     [reference.problems.gauss-p6]   # per-problem overrides of the keys above
     max_cpu = 700
     [output]
@@ -22,9 +23,10 @@
 
 Each problem's reference is computed on the sweep's cluster, stored in the store's references
 table as soon as it is done and exported; a problem whose stored reference has the same key
-(problem, method, settings, part budget, seed), targets, parts per round and check method is
-skipped, so a rerun after a kill computes only what is missing. Exit 0 when every reference
-passed its checks and reached its targets, else 1 (the records are stored either way).
+(problem, method, settings, part budget, seed), targets, parts per round and check method (with
+its settings) is skipped, so a rerun after a kill computes only what is missing. Exit 0 when
+every reference passed its checks and reached its targets, else 1 (the records are stored
+either way).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from harness.core.errors import InputError
 from harness.model.settings import budget, check_keys
 
 REFERENCE_KEYS = ("method", "settings", "budget", "round_budget", "parts_per_round",
-                  "target_se", "target_test_se", "max_cpu", "check_method", "problems")
+                  "target_se", "target_test_se", "max_cpu", "check_method", "check_settings",
+                  "problems")
 # keys of an estimate sweep that mean nothing to a reference sweep
 NOT_FOR_REFERENCE = ("methods", "budgets", "replicates", "every_method", "time_limit", "tune")
 
@@ -56,6 +59,7 @@ class ReferenceSettings:
     target_test_se: float = 1e-4
     max_cpu: float | None = None
     check_method: str | None = "auto"
+    check_settings: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def for_problem(self, spec: str) -> ReferenceSettings:
@@ -67,7 +71,7 @@ class ReferenceSettings:
                 "max_budget": self.budget, "budget_per_round": self.round_budget,
                 "parts_per_round": self.parts_per_round, "target_se": self.target_se,
                 "target_test_se": self.target_test_se, "max_cpu_seconds": self.max_cpu,
-                "check_method": self.check_method}
+                "check_method": self.check_method, "check_settings": dict(self.check_settings)}
 
     def describe(self) -> dict[str, Any]:
         return {**self.arguments(), "overrides": self.overrides}
@@ -96,9 +100,9 @@ def _values(w, where: str, table: dict[str, Any], allowed) -> dict[str, Any]:
                 raise w.error(name, f"must be a method name, got {value!r}",
                               f'write e.g. {key} = "sir"')
             out[key] = None if value == "none" else value
-        elif key == "settings":
+        elif key in ("settings", "check_settings"):
             if not isinstance(value, dict):
-                raise w.error(name, "must be a table", 'write settings = { count = "hard" }')
+                raise w.error(name, "must be a table", f'write {key} = {{ count = "hard" }}')
             out[key] = dict(value)
         elif key in ("budget", "round_budget", "parts_per_round"):
             out[key] = _positive(w, name, value, integer=True)
@@ -109,7 +113,7 @@ def _values(w, where: str, table: dict[str, Any], allowed) -> dict[str, Any]:
 
 def parse_reference(w, raw: dict[str, Any], problem_specs: list[str]) -> ReferenceSettings:
     """The [reference] table of a kind = "reference" sweep; every mistake names its key."""
-    from harness.references.compute import unbiased_method
+    from harness.references.compute import resolved_check_method, unbiased_method
 
     for key in NOT_FOR_REFERENCE:
         if key in raw:
@@ -140,9 +144,18 @@ def parse_reference(w, raw: dict[str, Any], problem_specs: list[str]) -> Referen
         s = settings if spec is None else settings.for_problem(spec)
         where = "reference" if spec is None else f"reference.problems.{spec}"
         try:
-            unbiased_method(s.method, s.settings, f"{where}.method")
+            ref = unbiased_method(s.method, s.settings, f"{where}.method")
         except InputError as exc:   # naming the method or a setting
             raise w.own(f"{where}.method", exc) from None
+        check = resolved_check_method(ref.name, s.check_method)
+        if check is None and s.check_settings:
+            raise w.error(f"{where}.check_settings", "there is no check method "
+                          '(check_method = "none")', "drop check_settings, or name a method")
+        if check is not None:
+            try:
+                unbiased_method(check, s.check_settings, f"{where}.check_method")
+            except InputError as exc:
+                raise w.own(f"{where}.check_settings", exc) from None
     return settings
 
 
@@ -165,16 +178,19 @@ def _expected(spec: str, s: ReferenceSettings, seed: int) -> dict[str, Any]:
             "targets": {"log_marginal_likelihood_se": s.target_se,
                         "test_probabilities_se": s.target_test_se,
                         "max_budget": int(s.budget), "max_cpu_seconds": s.max_cpu},
-            "parts_per_round": s.parts_per_round, "check": check}
+            "parts_per_round": s.parts_per_round, "check": check,
+            "check_settings": (None if check is None
+                               else unbiased_method(check, s.check_settings).get_settings())}
 
 
 def _matches(record: dict[str, Any] | None, expected: dict[str, Any]) -> bool:
     if record is None:
         return False
-    check = (record.get("check_run") or {}).get("method_name")
+    run = record.get("check_run") or {}
     return (record.get("key") == expected["key"] and record.get("targets") == expected["targets"]
             and record.get("parts_per_round") == expected["parts_per_round"]
-            and check == expected["check"])
+            and run.get("method_name") == expected["check"]
+            and (expected["check"] is None or run.get("settings") == expected["check_settings"]))
 
 
 def good(record: dict[str, Any]) -> bool:

@@ -241,7 +241,9 @@ def test_a_reference_of_another_problem_with_the_same_name_is_not_used(tmp_path)
 
 # ---- the references shipped with the package --------------------------------------------------
 SHIPPED = ("gauss-p1", "gauss-p2", "gauss-p3", "gauss-p4", "gauss-p5", "gauss-p6", "crabs",
-           "breast-cancer", "digits-3v5")
+           "breast-cancer", "digits-3v5", "gauss2class-matern16k")
+# log Z SE targets: 0.01 nats, except the large short-range problem (sweeps/references.toml)
+TARGET_SE = {"gauss2class-matern16k": 0.025}
 
 
 def test_every_problem_without_truth_ships_a_reference():
@@ -258,8 +260,9 @@ def test_a_shipped_reference_is_valid_and_matches_its_preset(name):
     assert record["problem"] == name and record["method_name"] == "minimax-tilting"
     assert {c["name"] for c in record["checks"]} >= {"weights"}
     assert all(c["passed"] for c in record["checks"]), record["checks"]
-    assert record["targets"]["log_marginal_likelihood_se"] == 0.01
-    assert record["log_marginal_likelihood_se"] <= 0.01
+    target = TARGET_SE.get(name, 0.01)
+    assert record["targets"]["log_marginal_likelihood_se"] == target
+    assert record["log_marginal_likelihood_se"] <= target
     make_problem.cache_clear()
     p = make_problem(name)
     assert p.truth.kind == "reference" and p.truth.log_marginal_likelihood_se > 0

@@ -69,10 +69,34 @@ def test_reference_sweep_stores_exports_and_skips_on_rerun(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("line, key", [("budgett = 5", "reference.budgett"),
                                        ("max_cpu = -1", "reference.max_cpu"),
-                                       ('method = "laplace"', "reference.method")])
+                                       ('method = "laplace"', "reference.method"),
+                                       ('check_settings = { proposal = "tilted" }',
+                                        "reference.check_settings")])
 def test_bad_reference_key_is_named(tmp_path, line, key):
     with pytest.raises(InputError, match=key.replace(".", r"\.")):
         _sweep(tmp_path, SWEEP.replace("[reference]\n", f"[reference]\n{line}\n"))
+
+
+def test_check_settings_are_checked_and_part_of_what_a_stored_reference_must_match(tmp_path):
+    """check_settings = { ... } reaches the check method (named when wrong), and a stored
+    reference whose check ran with other settings is not this sweep's."""
+    from harness.sweep.reference_kind import _expected, _matches
+
+    with_sir = SWEEP.replace('check_method = "none"', 'check_method = "sir"')
+    with pytest.raises(InputError, match=r"reference\.check_settings"):
+        _sweep(tmp_path, with_sir.replace("[output]", 'check_settings = { proposal = "x" }\n'
+                                                      "[output]"))
+    sweep = _sweep(tmp_path, with_sir.replace(
+        "[output]", 'check_settings = { proposal = "tilted" }\n[output]'))
+    s = sweep.reference.for_problem(PROBLEM)
+    assert s.arguments()["check_settings"] == {"proposal": "tilted"}
+    expected = _expected(PROBLEM, s, sweep.seed)
+    record = {"key": expected["key"], "targets": expected["targets"],
+              "parts_per_round": expected["parts_per_round"],
+              "check_run": {"method_name": "sir", "settings": expected["check_settings"]}}
+    assert _matches(record, expected)
+    record["check_run"]["settings"] = {**expected["check_settings"], "proposal": "sov"}
+    assert not _matches(record, expected)
 
 
 def test_references_sweep_file_matches_the_shipped_references():
