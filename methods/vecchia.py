@@ -295,12 +295,15 @@ class VecchiaResampled(VecchiaSaddle, VecchiaSov, Sir):
         """One chunk's particles: the history at its largest (N rows; the walk holds only the
         rows still read, VecchiaWalk.history_rows, so a run fits more particles in chunk_mb),
         a block of log(1 - w), the walk's and the look-ahead's block arrays (BlockTwist), and
-        the test block."""
+        the test block (the per-particle block arrays for as many particles as a chunk may
+        hold with the smallest history)."""
         n = min(budget, self.points_per_chunk(n_vars, n_test, block, extra))
-        out = {"particles (history, points)": n * (8 * (n_vars + block + 3 * block) + extra),
-               "block look-ahead": n * 8 * 4 * block}
+        most = min(budget, self.points_per_chunk(n_vars, n_test, block, extra, history=0))
+        out = {"particles (history, points)": n * (8 * (n_vars + block) + extra)
+               + most * 8 * 3 * block,
+               "block look-ahead": most * 8 * 4 * block}
         if n_test:
-            out["test block"] = 3 * 8 * min(n * n_test, max(_TEST_ELEMENTS, n))
+            out["test block"] = 3 * 8 * min(most * n_test, max(_TEST_ELEMENTS, most))
         return out
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
