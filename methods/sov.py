@@ -141,6 +141,12 @@ class SovStep:
         return None
 
 
+def test_block_bytes(n: int, n_test: int) -> int:
+    """The test variables' conditional means for n particles, taken _TEST_ELEMENTS at a time
+    (Sov._accumulate_tests), with two work arrays of that size."""
+    return 3 * 8 * min(n * n_test, max(_TEST_ELEMENTS, n))
+
+
 @dataclass
 class Factor:
     """What the SOV engine needs from a factorisation of the problem (dense or structured)."""
@@ -355,7 +361,7 @@ class Sov(SplitsEstimates, Method):
         per = _POINT_BYTES[self.points] if per_variable is None else per_variable
         out = {"particles (points, history)": n * (per * n_vars + extra + 8 * 3 * block)}
         if n_test:
-            out["test block"] = 3 * 8 * min(n * n_test, max(_TEST_ELEMENTS, n))
+            out["test block"] = test_block_bytes(n, n_test)
         return out
 
     def point_kind(self, n_vars: int) -> str:

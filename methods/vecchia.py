@@ -70,7 +70,7 @@ from harness.core.vecchia import (
 )
 from harness.methods.minimax_tilting import WALKS, MinimaxTilting
 from harness.methods.sir import Sir
-from harness.methods.sov import _TEST_ELEMENTS, Factor, SetupFailed, Sov
+from harness.methods.sov import Factor, SetupFailed, Sov, test_block_bytes
 from harness.methods.tilted_walk import with_saddle_vectors
 from harness.model.constraints import Integer, OneOf
 from harness.model.footprint import MemoryEstimate
@@ -303,7 +303,7 @@ class VecchiaResampled(VecchiaSaddle, VecchiaSov, Sir):
                + most * 8 * 3 * block,
                "block look-ahead": most * 8 * 4 * block}
         if n_test:
-            out["test block"] = 3 * 8 * min(most * n_test, max(_TEST_ELEMENTS, most))
+            out["test block"] = test_block_bytes(most, n_test)
         return out
 
     def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:

@@ -430,10 +430,12 @@ class VecchiaWalk(CholeskyWalk):
         return np.zeros((self.history_rows, n))
 
     def _conditionals(self, V, i0, i1):
+        """(M, D) of the block (_block_conditionals), read from the held rows; the rows this
+        block read for the last time are free from here on (not carried by a gather)."""
         M, D = self._M[: i1 - i0], self._D[: i1 - i0, : i1 - i0]
         c = self.cond
         _block_conditionals(V, self.slot, c.idx, c.coef, c.count, self.pivots, i0, i1, M, D)
-        b = i0 // self.block_size   # the rows this block read last are free from here on
+        b = i0 // self.block_size
         self._held[self.slot[self._freed[self._ptr[b]:self._ptr[b + 1]]]] = False
         return M, D
 
