@@ -217,7 +217,7 @@ class VecchiaSov(Sov):
         test, test_sd, keep = s.test, np.empty(0), None
         if test is not None:
             test_sd = np.sqrt(test.var)
-            keep = np.unique(test.idx[np.arange(test.idx.shape[1]) < test.count[:, None]])
+            keep = np.unique(test.idx[test.read()])
         walk = VecchiaWalk(s.train, self.walk_block(problem.n_train), keep)
 
         def test_means(result: WalkResult, cols: slice) -> np.ndarray:

@@ -222,6 +222,10 @@ class Conditionals:
     def nbytes(self) -> int:
         return self.idx.nbytes + self.coef.nbytes + self.var.nbytes + self.count.nbytes
 
+    def read(self) -> np.ndarray:
+        """(N, m) mask of the entries of idx that are neighbours (k < count_i)."""
+        return np.arange(self.idx.shape[1]) < self.count[:, None]
+
 
 def conditionals(blocks, diag: np.ndarray, nbrs: np.ndarray, count: np.ndarray) -> Conditionals:
     """Solve R[c, c] b = R[c, i] for every variable, in batches of equal neighbour counts.
@@ -347,8 +351,8 @@ def _permute_columns(V, rows, anc, buf):
 def last_reads(cond: Conditionals, keep: np.ndarray | None = None) -> np.ndarray:
     """For each variable the last variable whose conditional reads it (-1: none); the rows
     in `keep` (read after the walk, e.g. by the test variables) are read at N."""
-    n, m = cond.idx.shape
-    read = np.arange(m) < cond.count[:, None]
+    n = len(cond.idx)
+    read = cond.read()
     last = np.full(n, -1, dtype=np.intp)
     np.maximum.at(last, cond.idx[read], np.nonzero(read)[0])
     if keep is not None:
@@ -365,16 +369,18 @@ def _history_slots(last, k):
     rows it frees: freed[ptr[b]:ptr[b + 1]])."""
     n = last.shape[0]
     nb = (n + k - 1) // k
+    frees_at = np.full(n, -1, np.intp)   # the block that frees variable j's row (-1: none)
     counts = np.zeros(nb + 1, np.intp)
     for j in range(n):
         if last[j] < n and last[j] >= min((j // k + 1) * k, n):
-            counts[last[j] // k + 1] += 1
+            frees_at[j] = last[j] // k
+            counts[frees_at[j] + 1] += 1
     ptr = np.cumsum(counts)
     freed = np.empty(ptr[nb], np.intp)
     fill = ptr[:nb].copy()
     for j in range(n):
-        if last[j] < n and last[j] >= min((j // k + 1) * k, n):
-            b = last[j] // k
+        b = frees_at[j]
+        if b >= 0:
             freed[fill[b]] = j
             fill[b] += 1
     slot = np.full(n, -1, np.intp)
