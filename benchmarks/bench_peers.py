@@ -45,49 +45,66 @@ VeccTMVN), and DIR named by R_LIBS_USER when running this script. A peer is foun
 `Rscript -e 'library(NAME)'`; one that is missing (or R itself) is skipped with one line.
 
     nice python benchmarks/bench_peers.py [--sizes 1000] [--budget 10000] [--max-gb 16]
-        [--problems onefactor,matern32] [--methods ...] [--peers ...] [--timeout 7200]
+        [--problems onefactor,matern32] [--methods ...] [--set METHOD:KEY=VALUE]
+        [--peers ...] [--yardstick-value=LOG_P,SE] [--timeout 7200]
 
-Measured (2-core machine shared with a sweep, one thread per run, budget 10⁴ points, seed 1;
-R 4.2.2 with Debian's serial OpenBLAS), `--sizes 16384 --timeout 2400`, 40 min wall in all:
+Measured on 2026-12-03 (2-core machine, the two problems run side by side as two processes,
+one thread per run, budget 10⁴ points, seed 1; R 4.2.2 with Debian's serial OpenBLAS; peers
+built from their CRAN sources: tlrmvnmvt 1.1.2.1, VeccTMVN 1.3.0 with GpGp 0.5.1 and
+GPvecchia 0.1.7, TruncatedNormal 2.3), `--sizes 16384 --problems onefactor --max-gb 14`,
+59 min wall for both. The two shared the machine: rows that did not change since an earlier,
+quieter run (sov-tlr, vecchia-sov, VeccTMVN) took 1.2-1.4x their CPU seconds then, tlrmvnmvt
+2.1-2.4x.
 
     onefactor N = 16,384, exact log P = -11361.0887 (error = log P̂ - exact)
     method                  log P     ± SE     error  err/SE   CPU s  peak GB  status
-    minimax-tilting   -11361.0996   0.0078    -0.011    -1.4    20.2     0.99  ok
-    sov-tlr           -11361.1001   0.0167    -0.011    -0.7    17.2     0.98  ok
-    sir               -11361.0997   0.0269    -0.011    -0.4    22.5     1.26  ok
-    vecchia-sov       -11360.6740   0.0468    +0.415    +8.9    16.1     1.05  ok
-    vecchia-tilting   -11360.7160   0.0101    +0.373   +36.7    17.1     1.05  ok
-    tlrmvnmvt         -11361.1855      n/a    -0.097            128.1     4.68  uselog2: no error
-    VeccTMVN           -1584.3393   0.6607 +9776.749 +14796.7    63.3     9.59  ok
-    TruncatedNormal   skipped: expected peak 50.4 GB > --max-gb 16
+    minimax-tilting   -11361.0752   0.0054    +0.014    +2.5    44.3     0.85  ok
+    sov-tlr           -11361.1001   0.0167    -0.011    -0.7    21.9     0.97  ok
+    sir               -11361.0971   0.0314    -0.008    -0.3    39.7     1.22  ok
+    vecchia-sov       -11360.6740   0.0468    +0.415    +8.9    23.2     0.83  ok
+    vecchia-tilting   -11360.7091   0.0068    +0.380   +55.6    59.8     0.34  ok
+    tlrmvnmvt         -11361.1855      n/a    -0.097           266.6     4.68  uselog2: no error
+    VeccTMVN           -1584.3393   0.6607 +9776.749 +14796.7    79.0     9.59  ok
+    TruncatedNormal   skipped: expected peak 50.4 GB (the dense R, 21 × 8 N²)
 
-    matern32 N = 16,384 (yardstick: minimax-tilting at 40,000 points, itself unreliable)
-    method                  log P     ± SE   - yardstick   CPU s  peak GB  status
-    yardstick            -78.0443   0.1890                 133.0     1.21  unreliable: k̂ 1.20
-    minimax-tilting      -78.0494   0.5386        -0.005    64.7     1.21  unreliable: k̂ 1.60
-    sov-tlr[kdtree]     -236.7631  17.8640      -158.719    63.7     1.22  unreliable: k̂ 15.6
-    sir                  -90.5846   1.3179       -12.540   382.4     1.45  ok
-    vecchia-sov         -233.5154  23.6595      -155.471    37.0     1.04  unreliable: ESS 1
-    vecchia-tilting      -70.0208   0.1927        +8.024    34.9     1.04  unreliable: k̂ 1.25
-    tlrmvnmvt           -297.8033   0.9480      -219.759   177.0     1.04  ok
-    VeccTMVN             -70.4830   0.6708        +7.561    45.5     0.62  ok
-    TruncatedNormal     skipped: expected peak 50.4 GB > --max-gb 16
+    matern32 N = 16,384 (`--yardstick-factor 2 --max-gb 10`; yardstick: minimax-tilting at
+    20,000 points; error = log P̂ - yardstick, err/SE in combined SEs)
+    method                  log P     ± SE     error  err/SE   CPU s  peak GB  status
+    yardstick            -77.9828   0.0437                    1294.5     1.41  ok
+    minimax-tilting      -78.1140   0.0473    -0.131    -2.0   722.0     1.41  ok
+    sov-tlr[kdtree]     -236.7631  17.8640  -158.780    -8.9    79.9     1.22  unreliable: k̂ 15.6
+    sir                 -107.6828   8.2906   -29.700    -3.6   794.3     1.41  unreliable: spread
+    sir[tilted]          -77.9830   0.0362    -0.000    -0.0   697.5     1.41  ok
+    vecchia-sov         -233.5154  23.6595  -155.533    -6.6    45.1     1.03  unreliable: ESS 1
+    vecchia-tilting      -70.1336   0.1397    +7.849   +53.6    85.0     1.52  ok (approximation)
+    tlrmvnmvt           -297.8033   0.9480  -219.820  -231.6   422.4     1.04  ok
+    VeccTMVN             -70.4830   0.6708    +7.500   +11.2    60.3     0.65  ok
+    TruncatedNormal     skipped: expected peak 50.4 GB
 
-(That run printed no error column for matern32, its yardstick being unreliable; the column here
-is computed from its numbers, as the script now prints it.) With `--yardstick-factor 1
---yardstick-set factorisation=dense` the dense-factor minimax-tilting gave -77.761 ± 0.453
-(unreliable, k̂ 1.38; 299 s CPU, 9.6 GB): the two tilting estimates agree, so log P ≈ -78 is
-the harness's best answer, with heavy-tailed weights at N = 16,384; every other method and
-peer is 7.5 nats (VeccTMVN, m = 30; vecchia-tilting, m = 60) to 220 nats (tlrmvnmvt) away,
-and only sir, tlrmvnmvt and VeccTMVN call themselves fine. On one-factor every harness
-method is within 0.42 nats, the TLR ones within 1.4 SE; VeccTMVN is 9,777 nats high with an
-SE of 0.66 (a Vecchia approximation cannot hold a global factor). At N = 1,000 (the default
-run, 4 min wall): one-factor (exact -696.2875) minimax-tilting +0.001 ± 0.003 (2.7 s CPU),
-sov-tlr -0.018 ± 0.009, sir -0.049 ± 0.013 (-3.8 SE), vecchia-tilting +0.159 ± 0.003,
-tlrmvnmvt +0.042 ± 0.026 (1.9 s), VeccTMVN +452.5 ± 0.017 (2.9 s), TruncatedNormal
-+0.003 ± 0.006 (40 s CPU, 0.52 GB); matern32 (yardstick -46.631 ± 0.014, ok) minimax-tilting
--0.000 ± 0.036, vecchia-tilting +0.90 ± 0.02, sov-tlr, sir and vecchia-sov unreliable, tlrmvnmvt
--3.97 ± 0.95, VeccTMVN +3.56 ± 0.03, TruncatedNormal -0.029 ± 0.031 (38 s CPU).
+(VeccTMVN on one-factor ran alone with --max-gb 14: PEER_MEMORY then said 13.3 GB, now 10.1;
+sir[tilted] ran alone with `--methods sir --set sir:proposal=tilted` against the yardstick
+above, `--yardstick-value=-77.9828,0.0437`.) The exact methods on the TLR factor stay within
+0.014 nats of the one-factor truth; minimax-tilting's +2.5 SE is its tail: over 20 problem
+seeds at N = 16,384 its error/SE had RMS 1.27, largest 2.9, 3 of 20 beyond 2.5. The Vecchia
+estimators (vecchia-*, VeccTMVN) estimate the probability under their approximation, not P: on
+one-factor no m neighbours hold the common factor (the harness's correlation-row order keeps
+the error to 0.4 nats; VeccTMVN, given the dense R, is 9,777 nats high with an SE of 0.66); on
+the 2-D Matérn problem both are 7.5-7.8 nats high (m = 60 and 30) with SEs of 0.14 and 0.67
+that say nothing of it. tlrmvnmvt has no error on one-factor (P < 1e-308: uselog2) and is 220
+nats low on the Matérn problem with an SE of 0.95. The harness's SOV methods (sov-tlr,
+vecchia-sov) and sir's default SOV proposal degenerate on the Matérn problem and say so; the
+tilted estimators (minimax-tilting at 10⁴ and 2 × 10⁴ points, sir with the tilted proposal)
+agree within 2.0 combined SEs. Before the sequential walk (an earlier run, same seed and
+budget) minimax-tilting gave -78.049 ± 0.539 there and was flagged (k̂ 1.60), and sir's default
+gave -90.58 ± 1.32 and called itself ok, 12.5 nats off (now the spread of its 40 randomisations
+flags it). TruncatedNormal needs the dense R (50 GB here). At N = 1,000 (the default run, 4 min
+wall, an earlier run; below N = 2,048 the tilted methods walk as they did then): one-factor
+(exact -696.2875) minimax-tilting +0.001 ± 0.003 (2.7 s CPU), sov-tlr -0.018 ± 0.009, sir
+-0.049 ± 0.013 (-3.8 SE), vecchia-tilting +0.159 ± 0.003, tlrmvnmvt +0.042 ± 0.026 (1.9 s),
+VeccTMVN +452.5 ± 0.017 (2.9 s), TruncatedNormal +0.003 ± 0.006 (40 s CPU, 0.52 GB); matern32
+(yardstick -46.631 ± 0.014, ok) minimax-tilting -0.000 ± 0.036, vecchia-tilting +0.90 ± 0.02,
+sov-tlr, sir and vecchia-sov unreliable, tlrmvnmvt -3.97 ± 0.95, VeccTMVN +3.56 ± 0.03,
+TruncatedNormal -0.029 ± 0.031 (38 s CPU).
 """
 
 from __future__ import annotations
@@ -115,10 +132,10 @@ PEERS = ("tlrmvnmvt", "VeccTMVN", "TruncatedNormal")
 SMALL_LOG_P = -700.0              # below: P is near the end of double precision (1e-308)
 # peak resident bytes ≈ base + dense × 8 N² (when the peer gets the dense R: TruncatedNormal
 # always, the others on one-factor) + per_point × 8 N × budget: fitted to runs at N = 1,000 and
-# 2,000 with budget 10⁴ (TruncatedNormal 0.58 and 1.38 GB on one-factor; VeccTMVN measured
-# 4 × 8 N², 6 assumed since it was once killed at 12.6 GB at N = 16,384)
+# 2,000 with budget 10⁴ (TruncatedNormal 0.58 and 1.38 GB on one-factor; VeccTMVN 4 × 8 N²
+# there, and 9.59 GB on one-factor at N = 16,384, 4.3 × 8 N², in two runs on two days)
 PEER_MEMORY = {"TruncatedNormal": (0.1e9, 21.0, 4.0), "tlrmvnmvt": (0.1e9, 3.5, 0.25),
-               "VeccTMVN": (0.3e9, 6.0, 0.1)}
+               "VeccTMVN": (0.3e9, 4.5, 0.1)}
 
 R_SCRIPT = r"""
 # bench_peers.py's R side: one peer on one orthant problem, P(v >= 0), v ~ N(0, R).
@@ -329,12 +346,18 @@ def compare(kind: str, n: int, args, peers: list[str], tmp: str, script: str) ->
 
     def job(method: str, budget: int) -> dict:
         return {"kind": kind, "n": n, "seed": args.seed, "method": method, "budget": budget,
-                "max_gb": args.max_gb, "settings": SETTINGS.get((method, kind), {})}
+                "max_gb": args.max_gb,
+                "settings": {**SETTINGS.get((method, kind), {}), **args.set.get(method, {})}}
 
     print(f"\n{kind} N = {n:,} (seed {args.seed}), budget {args.budget:,} points", flush=True)
     if problem.truth is not None:
         ref, ref_se = problem.truth.log_marginal_likelihood, 0.0
         print(f"exact log P = {ref:.4f} ({problem.truth.source}); error = log P̂ - exact")
+        print(HEADER, flush=True)
+    elif args.yardstick_value is not None:
+        ref, ref_se = args.yardstick_value
+        print(f"no exact truth: yardstick = {ref:.4f} ± {ref_se:.4f} (--yardstick-value); "
+              "error = log P̂ - yardstick, err/SE in combined SEs")
         print(HEADER, flush=True)
     else:
         budget = args.yardstick_factor * args.budget
@@ -382,6 +405,11 @@ def main() -> None:
     ap.add_argument("--yardstick-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting of the yardstick's minimax-tilting (e.g. "
                          "factorisation=dense), repeatable")
+    ap.add_argument("--set", action="append", default=[], metavar="METHOD:KEY=VALUE",
+                    help="a setting of one of --methods (e.g. sir:proposal=tilted), repeatable")
+    ap.add_argument("--yardstick-value", metavar="LOG_P,SE",
+                    help="matern32's yardstick measured before (an earlier run's yardstick "
+                         "row), not run again: --yardstick-value=-77.98,0.044")
     ap.add_argument("--problems", default=",".join(PROBLEMS))
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--peers", default=",".join(PEERS))
@@ -398,8 +426,23 @@ def main() -> None:
     if any("=" not in kv for kv in args.yardstick_set):
         raise SystemExit("error: --yardstick-set: give KEY=VALUE, e.g. factorisation=dense")
     args.yardstick_settings = dict(kv.split("=", 1) for kv in args.yardstick_set)
+    if args.yardstick_value is not None:
+        try:
+            log_p, se = (float(v) for v in args.yardstick_value.split(","))
+        except ValueError:
+            raise SystemExit(f"error: --yardstick-value {args.yardstick_value}: give LOG_P,SE, "
+                             "e.g. --yardstick-value=-77.98,0.044") from None
+        args.yardstick_value = (log_p, se)
     problems = names(args.problems, PROBLEMS, "problems")
     args.methods = names(args.methods, METHODS, "methods")
+    method_settings: dict[str, dict[str, str]] = {}
+    for item in args.set:
+        method, _, kv = item.partition(":")
+        if method not in args.methods or "=" not in kv:
+            raise SystemExit(f"error: --set {item}: give METHOD:KEY=VALUE with METHOD one of "
+                             f"--methods ({', '.join(args.methods)}), e.g. sir:proposal=tilted")
+        method_settings.setdefault(method, {}).update([kv.split("=", 1)])
+    args.set = method_settings
     print(f"harness BLAS: {blas_description()}; one thread per run (OMP/OPENBLAS/MKL_NUM_"
           f"THREADS=1); CPU = user + system seconds of the run's whole process, peak = its "
           f"resident high-water mark", flush=True)
