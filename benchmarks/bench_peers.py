@@ -85,7 +85,7 @@ quieter run (sov-tlr, vecchia-sov, VeccTMVN) took 1.2-1.4x their CPU seconds the
 sir[tilted] ran alone with `--methods sir --set sir:proposal=tilted` against the yardstick
 above, `--yardstick-value=-77.9828,0.0437`.) The exact methods on the TLR factor stay within
 0.014 nats of the one-factor truth; minimax-tilting's +2.5 SE is its tail: over 20 problem
-seeds at N = 16,384 its error/SE had RMS 1.27, largest 2.9, 3 of 20 beyond 2.5. The Vecchia
+seeds at N = 16,384 its error/SE had RMS 1.27, largest 2.9, 3 of 20 at 2.5 or more. The Vecchia
 estimators (vecchia-*, VeccTMVN) estimate the probability under their approximation, not P: on
 one-factor no m neighbours hold the common factor (the harness's correlation-row order keeps
 the error to 0.4 nats; VeccTMVN, given the dense R, is 9,777 nats high with an SE of 0.66); on
