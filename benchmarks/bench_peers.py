@@ -396,6 +396,21 @@ def names(text: str, allowed, field: str) -> list[str]:
     return chosen
 
 
+def pairs(items: list[str], option: str, example: str) -> dict[str, str]:
+    """KEY=VALUE items of a repeatable option (harness.plugins.specs.parse_pairs), or exit
+    with its message."""
+    from harness.core.errors import InputError
+    from harness.plugins.specs import parse_pairs
+
+    out: dict[str, str] = {}
+    try:
+        for item in items:
+            out.update(parse_pairs(item, option))
+    except InputError as e:
+        raise SystemExit(f"error: {e} ({example})") from None
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1000", help="comma-separated N (default 1000)")
@@ -423,9 +438,8 @@ def main() -> None:
         print(json.dumps(harness_job(json.loads(args.child))))
         return
     sizes = [int(float(s)) for s in args.sizes.split(",")]
-    if any("=" not in kv for kv in args.yardstick_set):
-        raise SystemExit("error: --yardstick-set: give KEY=VALUE, e.g. factorisation=dense")
-    args.yardstick_settings = dict(kv.split("=", 1) for kv in args.yardstick_set)
+    args.yardstick_settings = pairs(args.yardstick_set, "--yardstick-set",
+                                    "e.g. factorisation=dense")
     if args.yardstick_value is not None:
         try:
             log_p, se = (float(v) for v in args.yardstick_value.split(","))
@@ -438,10 +452,11 @@ def main() -> None:
     method_settings: dict[str, dict[str, str]] = {}
     for item in args.set:
         method, _, kv = item.partition(":")
-        if method not in args.methods or "=" not in kv:
+        if method not in args.methods:
             raise SystemExit(f"error: --set {item}: give METHOD:KEY=VALUE with METHOD one of "
                              f"--methods ({', '.join(args.methods)}), e.g. sir:proposal=tilted")
-        method_settings.setdefault(method, {}).update([kv.split("=", 1)])
+        method_settings.setdefault(method, {}).update(
+            pairs([kv], "--set", "e.g. sir:proposal=tilted"))
     args.set = method_settings
     print(f"harness BLAS: {blas_description()}; one thread per run (OMP/OPENBLAS/MKL_NUM_"
           f"THREADS=1); CPU = user + system seconds of the run's whole process, peak = its "
