@@ -1,0 +1,190 @@
+"""Whether two versions of the harness behave identically: the check of a refactoring.
+
+`record` runs, with the Python it is started by (a virtual environment holding one version of
+the harness), the quick sweep (sweeps/quick.toml) and the engine-paths sweep
+(sweeps/engine-paths.toml: every path of the SOV-family engine at N = 4,096 that the quick
+sweep cannot reach), each into a store of its own under OUT, and writes OUT/records.json: every
+job's record without its measured fields (times, memory peaks, provenance), and the memory
+estimate of every registered method over a grid of sizes. `compare` reads two such folders and
+prints, per method, how many jobs are bit-identical on every non-measured field (estimates,
+standard errors, test probabilities, diagnostics, statuses and reasons), and every difference.
+
+    # the version before, installed in its own environment, run from outside the checkout
+    /tmp/venv-before/bin/python benchmarks/same_behaviour.py record --out /tmp/before
+    python benchmarks/same_behaviour.py record --out /tmp/after
+    python benchmarks/same_behaviour.py compare /tmp/before /tmp/after
+
+The script imports nothing from the checkout it lives in (only the installed harness of the
+Python running it), so the same file records any version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
+SWEEP_FILES = ("quick.toml", "engine-paths.toml", "engine-parts.toml")
+# Fields of a record that are measured (differ between two runs of the same code) or that
+# describe where and when it ran.
+MEASURED = {"cpu_seconds", "process_cpu_seconds", "wall_seconds", "setup_cpu_seconds",
+            "setup_wall_seconds", "setup_cached", "peak_memory_mb", "memory_source",
+            "finished_at", "stored_at", "provenance", "worker", "host", "attempts",
+            "workspace_bytes", "peak_rss_mb", "checksum"}
+MEASURED_PATTERN = re.compile(r"(_seconds|_wall|_cpu|_time)$")
+SIZES = [(50, 0, 1000), (300, 40, 10_000), (2_000, 100, 4_000), (4_096, 50, 2_000),
+         (20_000, 100, 4_000), (70_000, 10, 1_000)]
+
+
+def strip(value, key: str = ""):
+    """The record without its measured fields (recursively through dicts)."""
+    if isinstance(value, dict):
+        return {k: strip(v, k) for k, v in value.items()
+                if k not in MEASURED and not MEASURED_PATTERN.search(k)}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def memory_estimates() -> dict[str, dict]:
+    """{label @ sizes: the memory estimate's parts} for every registered method at its
+    defaults and at the settings that choose another path of the engine."""
+    from harness.plugins.registry import methods
+
+    variants = {"sir": [{"proposal": "tilted"}, {"factorisation": "dense"},
+                        {"proposal": "tilted", "factorisation": "tlr"}],
+                "minimax-tilting": [{"walk": "importance"}, {"walk": "sequential"},
+                                    {"factorisation": "tlr", "walk": "importance"},
+                                    {"factorisation": "dense", "walk": "sequential"}],
+                "sov-tlr": [{"factorisation": "tlr"}, {"factorisation": "dense"}],
+                "sov": [{"reorder": "univariate"}, {"points": "lattice"}],
+                "vecchia-tilting": [{"walk": "importance"}, {"walk": "sequential"}]}
+    out = {}
+    for name, cls in sorted(methods().items()):
+        for settings in [{}, *variants.get(name, [])]:
+            method = cls.from_settings(settings)
+            for n_train, n_test, budget in SIZES:
+                key = f"{method.label()} @ N={n_train}, n_test={n_test}, budget={budget}"
+                try:
+                    est = method.memory_estimate(n_train, n_test, budget)
+                    out[key] = {"held": est.held, "work": est.work, "setup": est.setup,
+                                "needs_dense": method.needs_dense(n_train)}
+                except Exception as exc:   # noqa: BLE001 - recorded and compared as text
+                    out[key] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def record(out: Path, sweeps: list[str], workers: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    records = {}
+    for sweep in sweeps:
+        store = out / f"{Path(sweep).stem}.sqlite"
+        # outside any checkout, so that `-m harness` imports the installed harness
+        with tempfile.TemporaryDirectory() as cwd:
+            cmd = [sys.executable, "-m", "harness", "sweep", str(SWEEPS / sweep), "--store",
+                   str(store), "--no-report", "--workers", str(workers), "-q"]
+            print("$", " ".join(cmd), flush=True)
+            subprocess.run(cmd, cwd=cwd, check=False)
+        from harness.execution.store import ResultStore
+
+        with ResultStore(store, read_only=True) as s:
+            for rec in s.records():
+                records[f"{Path(sweep).stem}/{rec['job_id']}"] = strip(rec)
+    data = {"records": records, "memory": memory_estimates()}
+    (out / "records.json").write_text(json.dumps(data, sort_keys=True, indent=1))
+    print(f"{len(records)} records and {len(data['memory'])} memory estimates in "
+          f"{out / 'records.json'}")
+
+
+def same(a, b) -> bool:
+    """Bit-identical (NaN equal to NaN)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def differences(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """The paths of the fields where a and b differ."""
+    out = []
+    for key in sorted(set(a) | set(b)):
+        path = f"{prefix}{key}"
+        if key not in a or key not in b:
+            out.append(f"{path} ({'only after' if key not in a else 'only before'})")
+        elif isinstance(a[key], dict) and isinstance(b[key], dict):
+            out.extend(differences(a[key], b[key], path + "."))
+        elif not same(a[key], b[key]):
+            out.append(path)
+    return out
+
+
+def compare(before: Path, after: Path) -> int:
+    a = json.loads((before / "records.json").read_text())
+    b = json.loads((after / "records.json").read_text())
+    rows: dict[str, Counter] = defaultdict(Counter)
+    shown = []
+    for job in sorted(set(a["records"]) | set(b["records"])):
+        ra, rb = a["records"].get(job), b["records"].get(job)
+        rec = ra or rb
+        group = f"{job.split('/')[0]}: {rec.get('method_name', rec.get('method'))}"
+        if ra is None or rb is None:
+            rows[group]["only after" if ra is None else "only before"] += 1
+            continue
+        diff = differences(ra, rb)
+        rows[group]["jobs"] += 1
+        rows[group]["identical" if not diff else "different"] += 1
+        rows[group]["ok"] += rb.get("status") == "ok"
+        if diff:
+            shown.append(f"{job} ({rec.get('method')}): {', '.join(diff[:8])}")
+    print(f"{'sweep: method':<36} {'jobs':>5} {'identical':>9} {'ok':>4} {'other':>6}")
+    for group in sorted(rows):
+        c = rows[group]
+        other = ", ".join(f"{k} {v}" for k, v in c.items()
+                          if k in ("different", "only before", "only after"))
+        print(f"{group:<36} {c['jobs']:>5} {c['identical']:>9} {c['ok']:>4} {other:>6}")
+    mem_a, mem_b = a["memory"], b["memory"]
+    mem_same = sum(same(mem_a[k], mem_b[k]) for k in set(mem_a) & set(mem_b))
+    print(f"memory estimates: {mem_same} of {len(set(mem_a) & set(mem_b))} identical "
+          f"({len(set(mem_a) - set(mem_b))} only before, {len(set(mem_b) - set(mem_a))} "
+          "only after)")
+    for k in sorted(set(mem_a) & set(mem_b)):
+        if not same(mem_a[k], mem_b[k]):
+            shown.append(f"memory {k}: {differences(mem_a[k], mem_b[k])}")
+    for line in shown:
+        print("  " + line)
+    total = sum(c["jobs"] for c in rows.values())
+    identical = sum(c["identical"] for c in rows.values())
+    print(f"{identical} of {total} jobs identical")
+    return 0 if identical == total and mem_same == len(set(mem_a) & set(mem_b)) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="run the sweeps and write OUT/records.json")
+    rec.add_argument("--out", type=Path, required=True)
+    rec.add_argument("--sweep", action="append", help="sweep file(s) in sweeps/ "
+                     f"(default: {', '.join(SWEEP_FILES)})")
+    rec.add_argument("--workers", type=int, default=2)
+    cmp = sub.add_parser("compare", help="compare two recorded folders")
+    cmp.add_argument("before", type=Path)
+    cmp.add_argument("after", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        record(args.out, args.sweep or list(SWEEP_FILES), args.workers)
+        return 0
+    return compare(args.before, args.after)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
