@@ -10,8 +10,7 @@ The samplers keep their chains in *signed* coordinates g = y ⊙ f (C = diag(y))
 Prior quantities, built once per problem (and jitter) and cached on the Problem object's
 identity (`latent_prior`):
 
-    K_j  = K + s² I,   s² = jitter · mean(diag K)      GPML's default jitter is 10⁻⁶ (docs/math.md
-    §9)
+    K_j  = K + s² I,   s² = jitter · mean(diag K)      GPML's default jitter 10⁻⁶ (docs/math.md §9)
     L    = chol(K_j)                                    prior draws f = L z, whitening f = L u
     W    = L⁻¹ k*           (N × n_test)                μ*(f) = k*ᵀ K_j⁻¹ f = Wᵀ u = Aᵀ g
     A    = C K_j⁻¹ k* = C L⁻ᵀ W                         signed predictive weights
@@ -21,10 +20,9 @@ The jitter makes K_j positive definite when K is singular (the linear kernel on 
 has rank 1) and perturbs the model: the samplers target N(0, K_j) ℓ(f). For the one-feature
 linear kernel the perturbed model is again a one-factor integral with slopes a_i / sqrt(1 + s²)
 (each f_i gets independent N(0, s²) noise that the probit absorbs), so its effect can be
-computed exactly (`jitter_effect_linear1d`); measured on linear1d-p1 and -p3 at GPML's
-10⁻⁶: Δ log Z = −6e-8 and −1.3e-7 nats, test-probability MAE 5e-8 and 8e-8: far below any
-Monte Carlo error. (Sampling in the kernel's feature space, f = X w, would avoid the jitter for
-the linear kernel; it is not needed at these sizes.)
+computed exactly (`jitter_effect_linear1d`): at GPML's 10⁻⁶ it is far below any Monte Carlo
+error (docs/studies.md, "Jitter of the latent prior"). Sampling in the kernel's feature space,
+f = X w, would avoid the jitter for the linear kernel; it is not needed at these sizes.
 All solves use the cached factor; no explicit inverse is formed.
 
 `log_ndtr` below is a numba port of the classic scipy/cephes log Φ (erfc in the body,
@@ -172,11 +170,24 @@ def latent_prior(problem: Problem, jitter: float = GPML_JITTER) -> LatentPrior:
 # ---- predictions from latent samples (docs/math.md §9) ------------------------------------------
 def predict_from_means(mu: np.ndarray, sigma2: np.ndarray, *, gpml_compat: bool = False
                        ) -> np.ndarray:
-    """J*_j = mean_s Φ(μ_sj / sqrt(1 + σ*²_j)) for the sample means μ (S × n_test).
+    """Test probabilities J*_j = mean_s Φ(μ_sj / sqrt(1 + σ*²_j)) from latent samples
+    (docs/math.md §9).
 
-    gpml_compat: GPML's gp.m adds the spread of the sample means to the variance,
-    Φ(μ_sj / sqrt(1 + σ*²_j + Var_s μ_sj)), although averaging over the samples already
-    accounts for it (the spread is counted twice; it shrinks the probabilities towards 1/2).
+    Parameters
+    ----------
+    mu : ndarray, shape (S, n_test)
+        The predictive latent means μ*(f) of the S samples.
+    sigma2 : ndarray, shape (n_test,)
+        The latent predictive variances σ*² given f.
+    gpml_compat : bool
+        Add the spread of the sample means to the variance, Φ(μ_sj / sqrt(1 + σ*²_j +
+        Var_s μ_sj)), as GPML's gp.m does, although averaging over the samples already
+        accounts for it (the spread is counted twice; it shrinks the probabilities towards 1/2).
+
+    Returns
+    -------
+    ndarray, shape (n_test,)
+        The probabilities, clipped to [0, 1].
     """
     if mu.shape[1] == 0:
         return np.empty(0)
@@ -185,11 +196,24 @@ def predict_from_means(mu: np.ndarray, sigma2: np.ndarray, *, gpml_compat: bool 
 
 
 def jitter_effect_linear1d(problem: Problem, jitter: float = GPML_JITTER) -> dict[str, float]:
-    """Exact effect of the jitter on a one-feature linear-kernel problem (log Z and MAE).
+    """Exact effect of the jitter on a one-feature linear-kernel problem.
 
     With K = scale·x xᵀ and K_j = K + s² I, f = sqrt(scale) x u + e, e ~ N(0, s² I): the probit
     absorbs e, so Z_j = ∫ φ(u) ∏ Φ(a_i u / sqrt(1 + s²)) du (a_i = sqrt(scale) y_i x_i) and
-    the test latent f* = sqrt(scale) x* u is unchanged.
+    the test latent f* = sqrt(scale) x* u is unchanged (docs/math.md §3b).
+
+    Parameters
+    ----------
+    problem : Problem
+        A problem with a linear kernel on one feature.
+    jitter : float
+        The relative jitter: s² = jitter · mean(diag K).
+
+    Returns
+    -------
+    dict
+        `delta_log_z` (log Z_j - log Z) and `mae` (the mean absolute change of the test
+        probabilities).
     """
     from harness.core.oracles import one_factor_integral
 

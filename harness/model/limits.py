@@ -24,13 +24,10 @@ Only a CPU-time limit needs the child. A memory limit alone (every sweep job has
 worker's share) is enforced in the worker itself, RLIMIT_DATA set around the job
 (`data_ceiling`), at no measurable cost; RLIMIT_DATA is per process, so while a job is at its
 limit a Dask thread of the worker allocating then could fail too (the job's own failed
-allocation usually leaves the process well below it). Without a time limit nothing else runs:
-the job runs in the worker as before. With one, the child costs CPU time: measured on the
-2-core machine with a process holding 0.55 GB (VmData), fork + exit ~5 ms in the parent and
-~8 ms in the child, and the job's copy-on-write faults as it touches inherited memory (a 1.5 ms
-job took 9 ms in the child): ~20 ms per job in all, against 1.4 s for the average job of
-sweeps/quick.toml (1.5 %). The set-up a child builds is lost with it: the worker builds it
-once more itself afterwards (harness.execution.isolated.adopt_setup), so the later jobs of the pair
+allocation usually leaves the process well below it). Without a time limit the job runs in the
+worker. With one, the child costs ~20 ms of CPU time per job (docs/studies.md, "Hard limits: the
+cost of a child"). The set-up a child builds is lost with it: the worker builds it once more
+itself afterwards (harness.execution.isolated.adopt_setup), so the later jobs of the pair
 inherit it (each set-up is paid twice per worker instead of once).
 
 Forking a threaded process (a Dask worker runs an event loop, a profiler and comm threads)

@@ -1,4 +1,4 @@
-"""One estimate split into independent parts (issue 15): the mixin of the methods that can.
+"""One estimate split into independent parts: the mixin of the methods that can.
 
 A method whose estimate is made of independent pieces (whole randomisations of a QMC estimator,
 docs/math.md §6; whole particle-filter runs, docs/math.md §5) can run those pieces as separate
