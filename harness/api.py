@@ -6,8 +6,8 @@
     table = harness.load_results("results/quick.sqlite")           # one row per job
     fig = harness.plot_time_error(table, "linear1d-p1", metric="mae")
 
-`harness.estimate` is also the module that holds `Estimate` (plugins import
-`from harness.model.result import Estimate`); calling it calls `estimate` here.
+`harness.estimate` is the function `estimate` here; the class a method returns, `Estimate`, is
+harness.model.result.Estimate (also `from harness import Estimate`).
 """
 
 from __future__ import annotations
@@ -111,13 +111,36 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
              memory_limit: int | str | None = None, **settings: Any) -> Result:
     """Run `method` on `problem` at `budget` and compare with the truth, like `run --json`.
 
-    problem: a spec ("linear1d-p1", "onefactor:n=50"), a .npz/.csv path or a harness.Problem;
-    method: a registered name, "path/to/file.py:ClassName", a harness.Method subclass or an
-    instance; settings: the method's settings (`--set key=value`). The same seed gives the
-    same numbers as `python -m harness run ... --seed` (both run
-    harness.execution.single.run_single). Bad input raises harness.InputError; so does a job
-    whose estimated peak memory (harness.model.footprint) exceeds `memory_limit` ("8GB", or
-    bytes; default: the memory available), before it runs, like `run`.
+    The same seed gives the same numbers as `python -m harness run ... --seed` (both run
+    harness.execution.single.run_single).
+
+    Parameters
+    ----------
+    problem : str, path or Problem
+        A spec ("linear1d-p1", "onefactor:n=50"), a .npz/.csv path or a harness.Problem.
+    method : str, path, Method subclass or Method
+        A registered name, "path/to/file.py:ClassName", a harness.Method subclass or an
+        instance (then without settings).
+    budget : int, float or str
+        The Monte Carlo budget (points, particles or samples, as the method counts them).
+    seed : int
+        The seed of the run.
+    memory_limit : int, str or None
+        The largest estimated peak memory (harness.model.footprint) allowed: "8GB", or bytes;
+        None: the memory available.
+    **settings
+        The method's settings, as `--set key=value` gives them.
+
+    Returns
+    -------
+    Result
+        Every field of `run --json` as an attribute.
+
+    Raises
+    ------
+    harness.InputError
+        On bad input, and, before it runs, for a job whose estimated peak memory exceeds
+        `memory_limit` (as `run` does).
     """
     from harness.execution.single import run_numbers, run_single
     from harness.model.footprint import memory_limit as footprint_limit
@@ -130,19 +153,68 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
 
 
 def load_results(store: str | os.PathLike):
-    """A results store as a pandas DataFrame, one row per job (harness.analysis.results' columns:
-    the record's fields and the report's errors against truth, posterior or consensus)."""
+    """A results store as a pandas DataFrame, one row per job.
+
+    Parameters
+    ----------
+    store : str or path
+        The SQLite results store of a sweep.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of harness.analysis.results: the record's fields and the report's errors
+        against truth, posterior or consensus.
+    """
     from harness.analysis.results import load_table
 
     return load_table(store)
 
 
-def plot_time_error(results_or_store: Any, problem: str, metric: str = "mae", ax=None):
-    """The report's CPU time–error figure of one problem and one metric; returns the figure.
+def run_sweep(sweep: Any, *, report: bool = True, **options: Any):
+    """Run (or resume) a sweep like `python -m harness sweep`, the report written at the end.
 
-    results_or_store: a store path or a `load_results` DataFrame (filter it to draw fewer
-    methods); metric: mae, mape_percent, abs_log_error, mae_post, mae_med, med_abs_log_error
-    or med_mape_percent; ax: a matplotlib Axes to draw into (default: a new figure).
+    Parameters
+    ----------
+    sweep : str, path or harness.sweep.spec.Sweep
+        A sweep file, or a sweep parsed by harness.sweep.spec.parse_sweep.
+    report : bool
+        Write the report at the end (harness.report.write_sweep_report) into the sweep's
+        report folder; False: none (`sweep --no-report`).
+    **options
+        The keyword arguments of harness.sweep.driver.run_sweep (store, workers, scheduler,
+        client, out, err, ...).
+
+    Returns
+    -------
+    harness.sweep.driver.Outcome
+        What the run did.
+    """
+    from harness.report import write_sweep_report
+    from harness.sweep.driver import run_sweep as run
+
+    return run(sweep, report=report, write_report=write_sweep_report, **options)
+
+
+def plot_time_error(results_or_store: Any, problem: str, metric: str = "mae", ax=None):
+    """The report's CPU time–error figure of one problem and one metric.
+
+    Parameters
+    ----------
+    results_or_store : str, path or pandas.DataFrame
+        A store path or a `load_results` DataFrame (filter it to draw fewer methods).
+    problem : str
+        The problem's name in the results (or its spec as written).
+    metric : str
+        mae, mape_percent, abs_log_error, mae_post, mae_med, med_abs_log_error or
+        med_mape_percent.
+    ax : matplotlib Axes, optional
+        The axes to draw into (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
     """
     from harness.report.single import report_data, time_error
 
