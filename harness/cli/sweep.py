@@ -109,6 +109,7 @@ def setup(p):
 
 def run(args) -> int:
     from harness.execution.cluster import TLSOptions
+    from harness.report import write_sweep_report
     from harness.sweep.driver import EXIT_INTERRUPTED, run_sweep
     from harness.sweep.filters import command_line_sweep, restrict
     from harness.sweep.spec import load_sweep
@@ -131,7 +132,7 @@ def run(args) -> int:
     try:
         outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
                             tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,
-                            no_workers_timeout=timeout)
+                            no_workers_timeout=timeout, write_report=write_sweep_report)
     except KeyboardInterrupt:   # run_sweep said how far it got
         return EXIT_INTERRUPTED
     return outcome.exit_code

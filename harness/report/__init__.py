@@ -10,6 +10,7 @@ matplotlib) happen only when a report is built.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TextIO
 
 DEFAULT_REPORTS = "reports"              # reports go to reports/<store name> by default
 
@@ -28,4 +29,13 @@ def build_report(store_path: str | Path, out_dir: str | Path | None = None,
                   **options)
 
 
-__all__ = ["build_report", "default_out_dir"]
+def write_sweep_report(store_path: Path, out_dir: Path, out: TextIO) -> dict[str, str]:
+    """The report at the end of a sweep (the `write_report` that harness.api.run_sweep and the
+    `sweep` command hand to harness.sweep.driver.run_sweep): build it, say where it is on
+    `out`, return its files by kind."""
+    paths = build_report(store_path, out_dir)
+    print(f"report: {', '.join(str(p) for p in paths.values()) or out_dir}", file=out)
+    return {kind: str(path) for kind, path in paths.items()}
+
+
+__all__ = ["build_report", "default_out_dir", "write_sweep_report"]

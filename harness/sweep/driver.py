@@ -54,6 +54,11 @@ KEY_PREFIX = "gpc-job-"
 EXIT_OK, EXIT_NOT_OK, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 3, 130
 LOST_REASONS = ("scheduler-connection-lost", "scheduler-restart")   # of a cancelled future
 
+# Writes the report of a finished sweep: (store path, report folder, out) -> its files by kind.
+# The interface layer hands one down (harness.report.write_sweep_report): the report is a
+# higher layer than the sweep, which never imports it.
+ReportWriter = Callable[[Path, Path, TextIO], dict[str, str] | None]
+
 
 @dataclass
 class Outcome:
@@ -505,7 +510,7 @@ def run_sweep(
     scheduler: str | None = None, tls=None, rerun_failed: bool = False, report: bool = True,
     out: TextIO | None = None, err: TextIO | None = None,
     fn: Callable[[dict], dict] = run_job, allowed_failures: int | None = None, client=None,
-    no_workers_timeout: float | None = None,
+    no_workers_timeout: float | None = None, write_report: ReportWriter | None = None,
 ) -> Outcome:
     """Run (or resume) a sweep; returns what was done. Bad input raises InputError.
 
@@ -515,6 +520,9 @@ def run_sweep(
     stored as failed (Dask's distributed.scheduler.allowed-failures, default 3).
     `no_workers_timeout` (seconds) overrides the sweep file's. A cluster that cannot finish
     sets `Outcome.lost` (one line on `err`, after the summary); see `Outcome.exit_code`.
+    With `report`, `write_report` writes the report at the end (harness.api.run_sweep and the
+    `sweep` command pass harness.report's); without a writer no report is written, and a line
+    on `out` says so.
     """
     from harness.execution.cluster import check_options, connect, dask_log_levels
 
@@ -525,7 +533,7 @@ def run_sweep(
         sweep = load_sweep(sweep)
     store_path = Path(store) if store is not None else sweep.store
     check_writable(store_path, "store")
-    if report:
+    if report and write_report is not None:
         check_writable(sweep.report, "report", directory=True)
     outcome = Outcome(store=str(store_path))
     # on Ctrl-C: one line (before the cluster closes), then KeyboardInterrupt
@@ -580,8 +588,11 @@ def run_sweep(
     if outcome.cancelled and not outcome.lost:
         print(f"{outcome.cancelled} jobs were cancelled (scheduler lost?): run the same "
               f"command again to finish them", file=err)
-    if report:
+    if report and write_report is not None:
         outcome.report = write_report(store_path, sweep.report, out)
+    elif report:
+        print(f"report: none written (no report writer given: harness.api.run_sweep writes "
+              f"one; or `python -m harness report --store {store_path}`)", file=out)
     if outcome.lost:
         done = sum(in_store.values())
         print(f"error: {outcome.lost} to finish the other {len(jobs) - done} jobs ("
@@ -614,26 +625,3 @@ def cluster_health(client) -> str:
     ttl = scheduler_worker_ttl(client)
     return (f"{'?' if n is None else n} worker{'' if n == 1 else 's'} connected, worker-ttl "
             + ("none" if ttl is None else duration(ttl)))
-
-
-def write_report(store_path: Path, out_dir: Path, out: TextIO) -> dict[str, str] | None:
-    """Build the report with harness.report if that module exists."""
-    import importlib
-    import importlib.util
-
-    try:
-        found = importlib.util.find_spec("harness.report") is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        print("report: the report module (harness.report) is missing; skipped", file=out)
-        return None
-    module = importlib.import_module("harness.report")
-    build = getattr(module, "build_report", None)
-    if build is None:
-        print("report: harness.report has no build_report yet; skipped", file=out)
-        return None
-    paths = build(store_path, out_dir)
-    shown = ", ".join(str(p) for p in (paths or {}).values())
-    print(f"report: {shown or out_dir}", file=out)
-    return {k: str(v) for k, v in (paths or {}).items()}

@@ -210,3 +210,42 @@ def test_plot_time_error_builds_the_palette(tiny_store):
         harness.plot_time_error(table, gauss, "rmse")
     with pytest.raises(InputError, match="problems: gauss2class"):
         harness.plot_time_error(table, "linear1d-p9")
+
+
+# ---- run_sweep: the report hook ---------------------------------------------------------------
+def test_run_sweep_hands_the_report_writer_to_the_driver(tmp_path, monkeypatch):
+    """The sweep driver (a lower layer than the report) writes a report only through the writer
+    it is handed: harness.api.run_sweep hands harness.report's; the driver alone says none."""
+    import io
+
+    from distributed import Client
+
+    import harness.api
+    import harness.report
+    from harness.sweep.driver import run_sweep
+    from harness.sweep.spec import parse_sweep
+
+    written = []
+
+    def writer(store_path, out_dir, out):
+        written.append((store_path, out_dir))
+        print("report: written", file=out)
+        return {"html": str(out_dir / "report.html")}
+
+    monkeypatch.setattr(harness.report, "write_sweep_report", writer)
+    sweep = parse_sweep('name = "hook"\nbudgets = [100]\nproblems = ["onefactor:n=3"]\n'
+                        f'[methods.sov]\n[output]\nreport = "{tmp_path / "r"}"\n', "hook.toml")
+    store = tmp_path / "s.sqlite"
+    runs = []
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address="127.0.0.1:0") as client:
+        for run, report in ((harness.api.run_sweep, True), (harness.api.run_sweep, False),
+                            (run_sweep, True)):
+            out = io.StringIO()
+            outcome = run(sweep, store=store, client=client, report=report, out=out,
+                          err=io.StringIO())
+            runs.append((outcome.report, out.getvalue().splitlines()[-1]))
+    assert written == [(store, tmp_path / "r")]
+    assert runs[0] == ({"html": str(tmp_path / "r" / "report.html")}, "report: written")
+    assert runs[1][0] is None and not runs[1][1].startswith("report:")
+    assert runs[2][0] is None and runs[2][1].startswith("report: none written")

@@ -246,15 +246,3 @@ def test_local_cluster_and_a_job_that_kills_its_worker(tmp_path, capsys):
     for r in bad.values():   # completed by the client: named like every other record
         assert r["budget"] == 300 and r["method"] == "rejection-bootstrap[count=hard,populations=1]"
     assert bad["error"]["problem"] == "linear1d:n_test=3,n_train=8"
-
-
-def test_report_step_when_the_module_is_missing(tmp_path, monkeypatch, capsys):
-    import importlib.util
-
-    from harness.sweep import driver
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "harness.report" else real(name, *a))
-    assert driver.write_report(tmp_path / "s.sqlite", tmp_path / "r", sys.stdout) is None
-    assert "report module (harness.report) is missing" in capsys.readouterr().out
