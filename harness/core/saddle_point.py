@@ -4,62 +4,38 @@ With L the lower Cholesky factor (R = L Lᵀ), D = diag L, L̃ = D⁻¹ L - I (s
 x_N = μ_N = 0, ψ(x; μ) = Σ_j [μ_j²/2 - x_j μ_j + log Φ(s_j)], s = L̃ x + μ. The 2(N - 1)
 equations (components 1..N-1, written on length-N vectors whose last entry is dropped) are
 
-    g_x = -μ + L̃ᵀ P = 0,   g_μ = μ - x + P = 0,   P = φ(s) / Φ(s),
+    g_x = -μ + L̃ᵀ P = 0,   g_μ = μ - x + P = 0,   P = φ(s) / Φ(s).
 
-with Jacobian [[L̃ᵀ P' L̃, L̃ᵀ P' - I], [P' L̃ - I, I + P']], P' = diag(dP/ds) ∈ (-1, 0).
-
-The solver works on the profile of ψ in x. ψ is convex in each μ_j (∂²ψ/∂μ_j² = 1 + P' > 0),
-and with y = D⁻¹ L x, s_j = y_j - x_j + μ_j, the equation g_μ = 0 reads G(s_j) = y_j for the
-truncated mean G(r) = r + P(r) = E[Y | Y > 0], Y ~ N(r, 1), which increases from 0 to ∞: so
-μ_j(x) exists exactly when y_j > 0, i.e. x lies inside the orthant's cone (L x)_{<N} > 0, and
-s_j = G⁻¹(y_j). The profile
+The solver maximises the profile in x, with y = D⁻¹ L x, G(r) = r + P(r) the truncated mean,
+r = G⁻¹(a) and q = P'/(1 + P') < 0 (the derivation: docs/math.md §7):
 
     φ(x) = min_μ ψ(x; μ) = -|x|²/2 + Σ_{j<N} κ(y_j) + log Φ(y_N),
-    κ(a) = log Φ(r) + P(r)²/2 = log(erfcx(-r/√2)/2) - r a + a²/2,   r = G⁻¹(a)
+    κ(a) = log Φ(r) + P(r)²/2 = log(erfcx(-r/√2)/2) - r a + a²/2,
+    ∇φ = -x + Bᵀ P,   -∇²φ = I + Bᵀ W B,   B = D⁻¹ L,   W = diag(|q_1|, ..., |q_{N-1}|, |P'_N|)
 
-(two forms of one number, each free of cancellation on its side of r = 0) is concave on the
-cone and tends to -∞ at its boundary (κ(a) ~ log a as a -> 0), so its maximiser, the saddle
-point, lies inside. ∇φ = g_x at μ(x) = -x + Bᵀ P with B = D⁻¹ L, and the Hessian is the Schur
-complement of the Jacobian's μ block: with q = P'/(1 + P') < 0,
-
-    -∇²φ = I + Bᵀ W B,   W = diag(|q_1|, ..., |q_{N-1}|, |P'_N|)   (restricted to j < N)
-
-(expand, use P' - P'²/(1 + P') = q and q - 1/(1 + P') = -1; B's last row is L̃'s last row,
-which enters through L̃ᵀ P' L̃), symmetric positive definite with eigenvalues >= 1. Newton's
-method maximises φ with Armijo backtracking on φ itself from a point of the cone: each step
-solves (I + Bᵀ W B) δx = ∇φ, and a step that would leave the cone is shortened like any other
-(near the boundary, where φ ~ log of the distance, a full step only doubles the distance, so
-a full step that gains more than the quadratic model predicts is doubled while φ rises).
-Steps, backtracking and the stopping rule (the Newton decrement λ² = ∇φᵀ δx, the squared
-H-norm distance to the maximiser and twice the gain left in φ, at most tol²; or max |∇ψ| <=
-tol) are affine invariant, so the solver does not care how the coordinates are scaled. That
-is what nearly singular covariances need (issue 24): with one-factor loadings |d_i| = 1 - 1e-9
-and mixed signs (N = 10) the saddle point has x_1 = 3.9e-5 and μ_1 = -2.5e4, I + BᵀWB has
-condition 3e9 there, and the solver before this one (Newton on the joint equations from
-x = μ = 0, backtracking on |∇ψ|²) crept along at max |∇ψ| 129-307 for 100 steps, its shifts
-leaving log Ẑ 29 standard errors low at 1e4 points; this one converges in 9 steps.
-
-Start: the mean path (x_j = P(t_j), t_j = L_{j,<j} x_{<j} / L_jj: each variable at its
-truncated conditional mean given the earlier ones at theirs, as in the univariate reordering),
-for which y_j = G(t_j) > 0, scaled by the c > 0 that maximises φ(c x) (a cone is closed under
-scaling; in the case above the path reaches 1.3e4 and c = 1.8e-4).
+(two forms of κ, each free of cancellation on its side of r = 0). φ is concave on the cone
+(L x)_{<N} > 0 and tends to -∞ at its boundary, so the saddle point is its interior maximiser.
+Newton's method with Armijo backtracking on φ starts from the mean path (`mean_path`) scaled
+by the c > 0 that maximises φ(c x); a step that would leave the cone is shortened like any
+other, and a full step that gains more than the quadratic model predicts is doubled while φ
+rises (near the boundary, where φ ~ log of the distance, a full step only doubles the
+distance). Steps, backtracking and the stopping rule (the Newton decrement λ² = ∇φᵀ δx, twice
+the gain left in φ, at most tol²; or max |∇ψ| <= tol) are affine invariant, so the solver does
+not care how the coordinates are scaled, which nearly singular covariances need.
 
 The Newton system is solved by conjugate gradients (an inexact Newton step: the error in the
 H-norm at most min(0.1, λ^½) of the step, estimated from CG's own energy increments, not from
 the residual, whose size depends on the scaling), whose products need only L v and Lᵀ u:
-O(N²) each, no N x N matrix besides L. On one-factor, RBF and markov1d problems a Newton step
-takes 3-18 iterations (a product with L and one with Lᵀ each), 2-10 steps in all.
-`linear_solver="cholesky"` forms I + BᵀWB and factorises it (O(N³) per step, a reference; it
-fails on the nearly singular cases, where forming BᵀWB loses the identity to rounding).
+O(N²) each, no N x N matrix besides L. `linear_solver="cholesky"` forms I + BᵀWB and
+factorises it (O(N³) per step, a reference that fails on nearly singular covariances). How
+the solver behaves on hard cases: docs/studies.md, "Saddle-point solver".
 
 Everything the solver reads from the factor goes through `TriangularFactor` (the diagonal,
 products with L and Lᵀ, and for the Cholesky reference the weighted Gram matrix Lᵀ diag(w) L),
 so a structured (e.g. tile-low-rank) factor can supply the same operations.
-
-`solve_saddle_point_hybr` (MINPACK hybrj on the dense 2(N-1) x 2(N-1) Jacobian,
-`saddle_point_system`) is kept as a reference for tests and benchmarks; `SaddleSystem.
-newton_step` is the Newton step of the joint equations, of which the profile's is the case
-g_μ = 0 (tested against the dense Jacobian).
+`solve_saddle_point_hybr` (MINPACK hybrj on the dense Jacobian of `saddle_point_system`) is a
+reference for tests and benchmarks; `SaddleSystem.newton_step` is the Newton step of the
+joint equations, of which the profile's is the case g_μ = 0.
 """
 
 from __future__ import annotations
@@ -427,16 +403,31 @@ def _line_search(system: SaddleSystem, x, dx, prof: Profile, lam2: float):
 
 def solve_saddle_point(L, tol: float = 1e-10, max_iter: int = 100,
                        linear_solver: str = "cg") -> SaddlePoint:
-    """Newton's method on the profile φ (module doc) for the factor L (an array, or a factor
-    object with the TriangularFactor protocol), from the scaled mean path.
+    """Minimax tilting's saddle point by Newton's method on the profile φ (module doc), from
+    the scaled mean path.
 
     Converged when max |∇ψ| <= tol, or when the Newton decrement λ² <= tol², after which one
     more full step is taken (quadratic convergence: it leaves ~tol⁴). Otherwise it stops
     after max_iter steps, or when the line search cannot raise φ beyond its rounding
-    (converged if λ² <= 1e-12 by then: less than 1e-12 nats of φ left). Should rounding leave
-    even the starting point outside the cone, the result is x = μ = 0 (plain SOV), not
-    converged, with λ² = inf.
-    Its progress (harness.core.progress) counts Newton steps (their number is not known ahead).
+    (converged if λ² <= 1e-12 by then: less than 1e-12 nats of φ left). Its progress
+    (harness.core.progress) counts Newton steps.
+
+    Parameters
+    ----------
+    L : ndarray or factor
+        The lower Cholesky factor of R, or a factor object with the TriangularFactor protocol.
+    tol : float
+        The tolerance on max |∇ψ|, and on the decrement (λ² <= tol²).
+    max_iter : int
+        The most Newton steps.
+    linear_solver : str
+        "cg" (conjugate gradients, O(N²) a product) or "cholesky" (the dense reference).
+
+    Returns
+    -------
+    SaddlePoint
+        μ and x with how the solver got there. Should rounding leave even the starting point
+        outside the cone: x = μ = 0 (plain SOV), not converged, with λ² = inf.
     """
     with phase("saddle point (Newton steps)"):
         return _solve_saddle_point(L, tol, max_iter, linear_solver)
@@ -489,9 +480,12 @@ def _solve_saddle_point(L, tol: float, max_iter: int, linear_solver: str) -> Sad
     return SaddlePoint(mu, x, converged, residual, it, cg_its, evaluations, lam2)
 
 
-# ---- the previous solver, kept as a reference ----------------------------------------------
+# ---- the joint equations solved by MINPACK, kept as a reference -------------------------------
 def saddle_point_system(L: np.ndarray):
-    """(L̃, y -> (∇ψ(y), dense Jacobian)) for y = (x, μ) without their last entries."""
+    """(L̃, y -> (∇ψ(y), dense Jacobian)) for y = (x, μ) without their last entries.
+
+    The Jacobian is [[L̃ᵀ P' L̃, L̃ᵀ P' - I], [P' L̃ - I, I + P']], P' = diag(dP/ds) ∈ (-1, 0).
+    """
     d = len(L)
     Lt = L / np.diag(L)[:, None]
     Lt[np.diag_indices(d)] = 0.0
