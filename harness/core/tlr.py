@@ -7,15 +7,11 @@ threshold = tolerance * sqrt(max R_ii). Test variables (classification problems)
 tile rows: their Cholesky rows (L^{-1} B)^T, never pivoted, compressed the same way, and their
 pivots test_sd = sqrt(1 + k(x*, x*) - |row|^2).
 
-Two ways to get there:
-
 `build_tile_low_rank(L, ...)` compresses a dense factor tile by tile (the "dense" path: LAPACK
-Cholesky first, N^3/3 flops and 8 N^2 bytes).
-
-`tlr_cholesky(cov, tile, tolerance, reorder)` factorises straight from a covariance
-representation (harness.core.covariance) and never holds an N x N array. It is LEFT-LOOKING over
-tile columns. For tile column c (the next tile placed) and every tile row i still to come (training
-tiles, then the test tiles):
+Cholesky first, N^3/3 flops and 8 N^2 bytes). `tlr_cholesky(cov, tile, tolerance, reorder)`
+factorises straight from a covariance representation (harness.core.covariance), never holding
+an N x N array, LEFT-LOOKING over tile columns: for tile column c (the next tile placed) and
+every tile row i still to come (training tiles, then the test tiles),
 
     panel     P_i = R_ic - sum_{l placed} U_il (V_il^T V_cl) U_cl^T        (R_ic from cov.block)
     diagonal  L_cc = chol(P_c)            (block reordering: pivoted inside the tile, below)
@@ -23,27 +19,19 @@ tiles, then the test tiles):
     compress  L_ic ~ U_ic V_ic^T           (batched pivoted Gram-Schmidt over all tiles of the
                                             panel at once, `compress_tiles`)
 
-The update of the panel is organised as the sampler's walk is (harness.methods.sov_tlr): per
-placed source tile l ONE product G_l = (V_l^T V_cl) U_cl^T for all its targets at once (V_l =
-[V_il ...] concatenated), and per target row ONE product U_i,cat @ G[rows of i] with its
-concatenated U_i,cat = [U_il ...]. So a tile column costs O(T) numpy calls (T = N / b tiles),
-the whole factorisation O(T^2) calls -- not the O(T^3) tiny calls of a tile-by-tile
-right-looking update -- at O(N^{5/2} k) flops (b ~ sqrt(N), ranks k) in BLAS-3 products of
-(b x K_i) (K_i x b), and O(N b) work space (one dense N x b panel) plus the factor, O(k N^{3/2}).
-The left-looking variant was chosen for that reason: the right-looking one recompresses every
-trailing tile at every step (T^3 / 6 = 2.8 million QR/SVD calls at T = 256) and would need
-compiled loops. Measured (benchmarks/bench_tlr.py, one-factor, tolerance 1e-8, one BLAS
-thread, a loaded machine): set-up CPU 0.4 s at N = 4096, 1.3 s at 8192, 5.7 s at 16384 (work
-space 48 MB, peak of the whole sov-tlr job at 1e4 points 0.9 GB); the dense path at N = 16384
-needs 12x the build + set-up CPU and 6.8x the peak memory (6.3 GB), with the same log Z.
+The panel update is organised as the sampler's walk is (harness.methods.sov_tlr): per placed
+source tile l ONE product G_l = (V_l^T V_cl) U_cl^T for all its targets (V_l = [V_il ...]), per
+target row ONE product U_i,cat @ G[rows of i] (U_i,cat = [U_il ...]). So the factorisation
+takes O(T^2) numpy calls (T = N / b tiles), O(N^{5/2} k) flops (ranks k) in BLAS-3 products
+and O(N b) work space plus the factor, O(k N^{3/2}); a right-looking update would recompress
+every trailing tile at every step (T^3 / 6 = 2.8 million QR/SVD calls at T = 256). Its cost
+against the dense path: docs/studies.md, "Tile-low-rank Cholesky".
 
 Block reordering (reorder="block"), inside the factorisation: before each tile column the
 remaining tile with the smallest crude log-probability sum_j log Phi(m_j / s_j) is placed next,
-and its variables are placed by the univariate rule inside the tile, exactly as
-harness.core.reorder.pivoted_cholesky(kind="block") defines them (the conditional means m_j and
-variances s_j^2 given the placed variables at their truncated expectations; ties go to the
-lowest current position; a short last tile stays last). So with tolerance 0 the order equals
-pivoted_cholesky's. Other orders ("none", "kdtree") are passed as an index permutation `order`.
+its variables by the univariate rule inside the tile, exactly as
+harness.core.reorder.pivoted_cholesky(kind="block") defines them (so with tolerance 0 the
+orders agree). Other orders ("none", "kdtree") are passed as an index permutation `order`.
 
 Error: per tile, the factor is the exact Cholesky factor of R + Delta with Delta_cc = 0 and
 Delta_ic = E_ic L_cc^T, |E_ic|_F <= threshold (the compression error), so
@@ -388,12 +376,36 @@ def tlr_cholesky(cov: Covariance, tile: int, tolerance: float, reorder: str = "n
                  ) -> TileLowRankFactor:
     """The tile-low-rank Cholesky factor of cov (module doc), never forming an N x N array.
 
-    reorder: 'none' (the given order, or `order`, a permutation applied as index sets, e.g.
-    harness.core.reorder.kdtree_order) or 'block' (Cao et al.'s block reordering inside the
-    factorisation, starting from `order` if given). Raises numpy.linalg.LinAlgError if the
-    covariance is not numerically positive definite. Its progress (harness.core.progress)
-    counts each tile column's work, ~ (tiles placed + 4) x (tiles left + test tiles): the
-    update per placed tile, the panel and compression ~ 4 more (measured at N = 8000, ranks ~88).
+    Its progress (harness.core.progress) counts each tile column's work, ~ (tiles placed + 4)
+    x (tiles left + test tiles): the update per placed tile, then the panel and compression
+    weighing about 4 more (as timed at N = 8000, ranks ~88).
+
+    Parameters
+    ----------
+    cov : Covariance
+        The covariance representation (harness.core.covariance), with its test rows.
+    tile : int
+        The tile size b (~ sqrt(N)).
+    tolerance : float
+        The compression tolerance: each off-diagonal tile's Frobenius error is at most
+        tolerance * sqrt(max R_ii).
+    reorder : str
+        'none' (the given order, or `order`) or 'block' (Cao et al.'s block reordering inside
+        the factorisation, starting from `order` if given).
+    order : ndarray, optional
+        A permutation applied as index sets, e.g. harness.core.reorder.kdtree_order.
+    order_kind : str, optional
+        The order's name recorded in the factor (default: from `reorder` and the tile size).
+
+    Returns
+    -------
+    TileLowRankFactor
+        The factor of the training variables and the test rows.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If the covariance is not numerically positive definite.
     """
     T, n_targets = -(-cov.n // tile), -(-cov.n // tile) + -(-cov.n_test // tile)
     with phase("tile-low-rank factorisation",
