@@ -20,15 +20,12 @@ on. So a job with a limit runs in a child process forked from the worker (`call_
   and the machine may be loaded) stops a child that blocks without using CPU. The child dies with
   its parent (PR_SET_PDEATHSIG), so a killed worker leaves no orphan burning CPU.
 
-Only a CPU-time limit needs the child. A memory limit alone (every sweep job has one: the
-worker's share) is enforced in the worker itself, RLIMIT_DATA set around the job
-(`data_ceiling`), at no measurable cost; RLIMIT_DATA is per process, so while a job is at its
-limit a Dask thread of the worker allocating then could fail too (the job's own failed
-allocation usually leaves the process well below it). Without a time limit the job runs in the
-worker. With one, the child costs ~20 ms of CPU time per job (docs/studies.md, "Hard limits: the
-cost of a child"). The set-up a child builds is lost with it: the worker builds it once more
-itself afterwards (harness.execution.isolated.adopt_setup), so the later jobs of the pair
-inherit it (each set-up is paid twice per worker instead of once).
+Only a CPU-time limit needs the child, at ~20 ms of CPU time per job (docs/studies.md, "Hard
+limits: the cost of a child"). A memory limit alone (every sweep job has the worker's share) is
+enforced in the worker itself, RLIMIT_DATA set around the job (`data_ceiling`); RLIMIT_DATA is
+per process, so while a job is at its limit another thread of the worker could fail to
+allocate too. The set-up a child builds is lost with it: the worker builds it once more itself
+afterwards (harness.execution.isolated.adopt_setup), so each set-up is paid twice per worker.
 
 Forking a threaded process (a Dask worker runs an event loop, a profiler and comm threads)
 is safe here because the child only runs the job's numerics and writes to its pipe: it never
@@ -36,12 +33,11 @@ touches the event loop, logging or the network, and ends with os._exit (no atexi
 flushing of the parent's buffers). glibc's malloc and OpenBLAS reset their locks and thread
 pools at fork; CPython resets the GIL and import lock. The wall cap catches what remains.
 
-The rules (order independence): a job's CPU time is its set-up's (measured when this worker
-built it, or the cost recorded then when it is cached) plus its estimate's, and it is a
-"timeout" once that passes the limit; a job's memory is what its set-up added to the worker
-(measured, or recorded then) plus what the estimate allocates, and it fails once that passes
-the memory limit. So a job whose set-up alone passes a limit fails every time, whether it built
-the set-up or found it cached by an earlier job.
+The rules (order independence): a job's CPU time is its set-up's (timed when this worker
+built it, or recorded then) plus its estimate's, and a job's memory is what its set-up added to
+the worker plus what the estimate allocates; past a limit the job is a "timeout" or fails. So a
+job whose set-up alone passes a limit fails every time, whether it built the set-up or found
+it cached by an earlier job.
 """
 
 from __future__ import annotations
@@ -284,10 +280,25 @@ def _child(write: int, parent: int, work: Callable[[Callable[[str, Any], None]],
 def call_in_child(work: Callable[[Callable[[str, Any], None]], Any], *,
                   cpu_seconds: int | None = None, data_bytes: int | None = None,
                   wall_seconds: float | None = None) -> ChildOutcome:
-    """Run work(send) in a forked child under RLIMIT_CPU = cpu_seconds (SIGKILL there) and
-    RLIMIT_DATA = data_bytes (absolute; see data_size), killed after wall_seconds of wall
-    time. work's return value is the message ("result", value); send(kind, payload) sends
-    others on the way. Returns what arrived and how the child ended (module doc)."""
+    """Run work(send) in a forked child under hard limits (module doc).
+
+    Parameters
+    ----------
+    work : callable
+        Called as work(send) in the child; its return value is sent as the message
+        ("result", value), and send(kind, payload) sends others on the way.
+    cpu_seconds : int, optional
+        RLIMIT_CPU of the child (the kernel sends SIGKILL there).
+    data_bytes : int, optional
+        RLIMIT_DATA of the child, absolute (see data_size).
+    wall_seconds : float, optional
+        The child is killed after this much wall time.
+
+    Returns
+    -------
+    ChildOutcome
+        What arrived and how the child ended: its CPU time and peak resident size.
+    """
     read, write = os.pipe()
     parent = os.getpid()
     with warnings.catch_warnings():
