@@ -6,16 +6,9 @@ relative accuracy of about eps·cond(R). The orthant probability depends on exac
 directions: the conditional variances L_jj² along the SOV walk (docs/math.md §4, §6) can be as small
 as λmin, and the weights Φ(c_j / L_jj) turn on their digits. From COND_WARN = 1e12 on fewer than
 4 significant digits of λmin survive (at ~4.5e15 = 1 / eps none do and R is numerically
-singular). Issue 17's cases: a 50 x 50 correlation matrix with eigenvalues logspace(0, -15, 50)
-(cond ~7e14 after the unit-diagonal scaling; LAPACK's estimate 2e15) and a linear kernel on
-inputs scaled by 1e6 (cond ~6e13), on which `sov`, `sir` and `minimax-tilting` returned log Ẑ
-off by 1e3 to 1e11 nats (status `unreliable` now: harness.model.reliability). Issue 24's
-one-factor problems with every |d_i| = 1 - 1e-9, 1 - 5e-11 and 1 - 1e-13 (N = 10, mixed signs;
-cond 5e9, 1e11, 5e13) bracket the threshold: `minimax-tilting` is right on the first two (10
-seeds at 1e4 points within 3.4 SE; 1 - 5e-11 within 2 SE at 1e5), while on the third R's
-rounding moves log Z by 5-7e-4 nats, 7-12 spread SEs at 1e5 points. So besides the warning,
-the SOV family's SE of log Ẑ is at least eps·cond(R) (Problem.condition; methods.sov), 0.011
-there.
+singular). The threshold and the SE floor are justified in docs/studies.md, "Conditioning".
+Besides the warning, the SOV family's SE of log Ẑ is at least eps·cond(R) (Problem.condition;
+methods.sov).
 
 The estimate is cheap and never builds an N x N matrix a problem does not already hold:
   dense (user `cov`)   LAPACK's dpocon from the Cholesky factor the build computes anyway
