@@ -70,15 +70,26 @@ AUTO_MIN, AUTO_MAX = 10, 40   # between these many randomisations
 
 
 def auto_randomisations(budget: int, points_each: int = AUTO_POINTS_EACH) -> int:
-    """K for "randomisations = 0" (docs/math.md §6): budget // points_each (25 for the QMC methods;
-    methods.sir passes its own) clipped to [10, 40], so 40 from 1,000 points on. The standard
-    error from K randomisations has K - 1 degrees of freedom; with heavy-tailed weights (Pareto
-    k̂ 0.5-0.9: minimax-tilting on markov1d, N = 2,000) K = 10 gave (estimate - truth) / SE like
-    a t with 9 d.o.f.: 15-20 of 30 runs with one of 50 test probabilities beyond 3 SE and log Z
-    up to 6 SE off, where K = 40 gave 7-14 of 30 and log Z beyond 3 SE in 1 of 120 runs (3.3;
-    benchmarks/bench_randomisations.py, 10^3 and 10^4 points, rho = 0.9 and 0.99). The price is
-    QMC's gain inside a randomisation: on easy problems (onefactor n = 100) K = 40 has ~1.6x the
-    error of K = 10 at 10^4 points."""
+    """K for "randomisations = 0" (docs/math.md §6).
+
+    The standard error from K randomisations has K - 1 degrees of freedom, so more of them give
+    honest errors with heavy-tailed weights, at the price of QMC's gain inside a randomisation;
+    the limits are justified in docs/studies.md, "Number of randomisations".
+
+    Parameters
+    ----------
+    budget : int
+        The estimate's points in all.
+    points_each : int
+        The points a randomisation should have (25 for the QMC methods; methods.sir passes its
+        own).
+
+    Returns
+    -------
+    int
+        budget // points_each clipped to [AUTO_MIN, AUTO_MAX] = [10, 40], so 40 from 1,000
+        points on.
+    """
     return int(min(AUTO_MAX, max(AUTO_MIN, int(budget) // points_each)))
 
 
@@ -258,12 +269,8 @@ class BatchError:
     Batches that agree to rounding (log_sd <= RESOLUTION_RTOL max(1, |log_mean|)) say nothing
     about the error, and se is then at least 1 / S, S the points in all batches: an event of
     probability below 1/S is seen by none of them, and where its weights fall to 0 it moves
-    the mean by its probability (issue 24: an orthant of correlation 1 - 2e-10 has conditional
-    sd 2e-5 at its second variable, so Φ(t_2) rounds to 1 unless z_1 < ~1e-4, probability
-    ~2e-4; at 1e3 and 1e4 points every SOV weight was exactly 1/2, the ten randomisations
-    agreed to 1e-16 and the se was 1.5e-16 against an error of 6.4e-6; at 1e5 points the
-    spread sees the event and covers the error, 3.4e-6 against 2.9e-6). `resolution_floor`
-    says when the floor is taken.
+    the mean by its probability (the case behind it: docs/studies.md, "Standard error at
+    rounding"). `resolution_floor` says when the floor is taken.
     """
 
     log_mean: float
