@@ -7,52 +7,34 @@ Tables:
        setup_cpu_seconds)  -- the set-up (Method.prepare) CPU time, apart from cpu_seconds;
                               added to older stores when they are opened
   problems(name PRIMARY KEY, summary JSON)     -- Problem.summary(), truth arrays included
-  metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, ...;
-                                               tune_reference:<problem name>: the exact log Z
-                                               surface, optimum and posterior of a tuning
-                                               sweep's problem (harness.sweep.tune_exact)
+  metadata(key PRIMARY KEY, value JSON)        -- environment facts, sweep file text, the exact
+                                  surfaces of tuning problems (harness.sweep.tune_exact), ...
   job_log(seq, job_id, status, finished_at, stored_at)  -- every add_record, append-only
-                                               (an audit trail: which job was stored when)
   references(problem PRIMARY KEY, fingerprint, created_at, record JSON)
-                                            -- reference values of problems without exact
-                                               truth (harness.references.compute: `python -m harness
-                                               reference --store`); reports use them
+                                  -- reference values of problems without exact truth
+                                     (harness.references.compute, `reference --store`)
   parts(job_id, part, record JSON, stored_at)  -- each finished part of a job split into parts
-                                               (harness.execution.split), committed as it arrives;
-                                               the job's record is stored once all are here
+                                  (harness.execution.split); the job's record once all are here
 Every table above also has a last column `checksum` (see Integrity below).
 A record is the dict of harness.execution.runner.run_one plus the job's identity fields; a tuning
 job's record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's
 log Ẑ, cpu_seconds the CPU time of the whole tuning.
 
-Faults (issue 17):
+Faults (the design: docs/design.md "Storage and resume"):
 - Integrity: every open checks the file first (`damage`) and refuses a damaged one with
-  `StoreDamaged` (exit 2, one line: restore it, start a new store, or `export` what is
-  readable, `salvage`), before anything is read or written. The check covers what the
-  harness reads: the file (`store_file`: a symlink resolved; dangling, looping, a folder, a
-  FIFO, a device refused), its write-ahead log's header, `PRAGMA integrity_check` (pages,
-  and indexes matching their tables: the harness reads through them), the schema (the
-  harness's tables and columns as `_build` declares them; no trigger, no view) and every
-  row of the harness's tables (`_SEALED`): each row is written with a `checksum` column, the
-  SHA-256 (32 hex digits) of the canonical JSON of its values as stored (`checksum`), set in
-  the same transaction from the row read back. 10,000 jobs (42 MB, page cache warm): 0.2 s,
-  of which integrity_check 0.03 s (benchmarks/bench_store.py).
-  Migration: a store made before checksums (no `checksum` columns, or rows with NULL
-  there, written by an older harness) is checked by parsing each row's JSON (an object
-  where a record is expected); the first writer that opens it adds the columns and seals
-  the existing rows in one transaction, changing no value.
-  A new store is built under a temporary name and renamed into place, so the harness never
-  leaves an empty or table-less file at a store's path (an empty file there is refused like
-  a damaged one).
-- A write that fails (`StoreWriteFailed`, exit 2, one line): a full disk (SQLITE_FULL,
-  ENOSPC; or an I/O error with less than FULL_BELOW bytes left: SQLite's shared-memory file
-  cannot grow on a full tmpfs) or a disk or file that refuses it (SQLITE_IOERR,
-  SQLITE_READONLY: an immutable or read-only write-ahead log, a read-only or failing disk).
-  The transaction is rolled back: what was committed stays. The records that could not be
-  written are held in a side file (`hold`, JSON lines `<store>-held.jsonl`, else in the
-  temporary folder) and the next writer imports them first (`import_held`). Opening is
-  covered too: the writer's lock file, a new store's creation (nothing renamed into place
-  unless it is complete; its leftovers removed) and the first write of an open.
+  `StoreDamaged` (exit 2, one line), before anything is read or written: the file
+  (`store_file`: a symlink resolved; a folder, FIFO or device refused), its write-ahead log's
+  header, `PRAGMA integrity_check`, the schema as `_build` declares it (no trigger, no view)
+  and every row of the harness's tables (`_SEALED`), each written with a `checksum` column:
+  the SHA-256 (32 hex digits) of the canonical JSON of its values as stored (`checksum`). Its
+  cost: docs/studies.md, "Store integrity check". A store made before checksums is checked by
+  parsing each row's JSON and sealed by its first writer, changing no value. A new store is
+  built under a temporary name and renamed into place.
+- A write that fails (`StoreWriteFailed`, exit 2, one line): a full disk (SQLITE_FULL, ENOSPC;
+  or an I/O error with less than FULL_BELOW bytes left) or a disk or file that refuses it
+  (SQLITE_IOERR, SQLITE_READONLY). The transaction is rolled back; the records that could not
+  be written wait in a side file (`hold`, `<store>-held.jsonl`) that the next writer imports
+  first (`import_held`).
 - One writer: opening for writing takes the store's writer lock (harness.execution.store_lock);
   `ResultStore(path, read_only=True)` reads beside a writer, takes no lock and writes nothing.
 """
