@@ -2,7 +2,7 @@
 
 `compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.unbiased_z: the SOV
 family, minimax tilting, rejection–bootstrap with the hard count; docs/math.md §5–7) in rounds of
-new independent parts (harness.model.splitting: split_budget / estimate_part / combine_parts).
+new independent parts (harness.model.splitting: split_budget, estimate_part, combine_parts).
 Part i's random stream is rng_for(harness.execution.split.part_key(key, i)), every part has
 the same budget, and after each round all parts so far are combined exactly
 (SplitsEstimates.combine_parts: Ẑ the budget-weighted mean of the parts' Ẑ, the ratio estimator's
@@ -56,7 +56,7 @@ EFFECTIVE_RANDOMISATIONS_MIN = 0.5   # of all randomisations
 CHECK_CPU_SHARE = 0.25        # the check method's CPU, as a share of the reference's
 ROUNDING = 1e-12              # floor of a combined SE: two estimates of a probability near 1/2
 #                               with SEs of 1e-16 differ by 7e-15 from rounding alone
-#                               (measured, digits-3v5), and such SEs are not resolvable
+#                               (as on digits-3v5), and such SEs are not resolvable
 DEFAULT_PARTS_PER_ROUND = 8
 UNBIASED_HINT = "use minimax-tilting (the default), sov, sir or rejection-bootstrap[count=hard]"
 
@@ -275,13 +275,42 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
                       client=None, check_method: str | None = "auto",
                       check_settings: dict[str, Any] | None = None, seed: int = 0,
                       out: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The reference record of a problem (module doc).
+    """The reference record of a problem: an unbiased estimator run in rounds of independent
+    parts until its standard errors reach the targets, then checked (module doc).
 
-    max_budget caps the total budget, max_cpu_seconds the CPU time of the reference method
-    (the check method gets CHECK_CPU_SHARE of what the reference used). budget_per_round is
-    the first round's budget (default max_budget / 16, made a multiple of the parts per
-    round); later rounds add parts of the same size. check_method None skips the agreement
-    check; "auto" picks check_method_name(method).
+    Parameters
+    ----------
+    problem_spec : str
+        The problem (a spec, a preset or a file path).
+    method, settings
+        The reference method (unbiased Ẑ) and its settings.
+    max_budget : int
+        The total budget at most.
+    budget_per_round : int, optional
+        The first round's budget (default max_budget / 16, made a multiple of the parts per
+        round); later rounds add parts of the same size.
+    parts_per_round : int
+        Independent parts per round.
+    target_se, target_test_se : float
+        Stop once the log Z standard error and every test probability's are at most these.
+    max_cpu_seconds : float, optional
+        The reference method's CPU time at most (the check method gets CHECK_CPU_SHARE of
+        what the reference used).
+    client : dask.distributed.Client, optional
+        Run the parts on a cluster (default: in this process).
+    check_method, check_settings
+        The second unbiased method of the agreement check and its settings; None skips the
+        check, "auto" picks check_method_name(method).
+    seed : int
+        The seed: with the rest it fixes the result, whatever the number of workers.
+    out : callable, optional
+        Receives one line per round.
+
+    Returns
+    -------
+    dict
+        The reference record (harness.model.reference_values: its format, fingerprint,
+        values, standard errors, provenance and checks).
     """
     from harness.plugins.specs import make_problem
 

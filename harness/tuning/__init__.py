@@ -4,7 +4,7 @@ space            log-spaced grids over problem parameters; with_params, check_sp
 evaluate         one recorded evaluation of a method at a parameter point (what CPU counts)
 strategies       grid search and explore-then-exploit
 pseudo_marginal  emcee over the log-parameters driven by an unbiased Ẑ
-reference        the exact log Z surface, its optimum and the exact posterior (exact families)
+exact            the exact log Z surface, its optimum and the exact posterior (exact families)
 job              run_tune_job: the worker entry point of a sweep's `tune` job
 
 A job spec is an estimate job's dict plus "kind": "tune" and "tune": {"space": {name: [low,
