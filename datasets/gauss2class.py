@@ -32,7 +32,7 @@ from scipy.special import expit
 from scipy.stats import multivariate_normal
 
 from harness.core.errors import InputError
-from harness.datasets.checks import (
+from harness.datasets.parameters import (
     MAX_FEATURES,
     MAX_POINTS,
     check_count,

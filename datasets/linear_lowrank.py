@@ -16,7 +16,7 @@ import numpy as np
 from harness.core.errors import InputError
 from harness.core.kernels import Linear
 from harness.core.oracles import low_rank_integral
-from harness.datasets.checks import check_seed, check_sizes, exact_truth
+from harness.datasets.parameters import check_seed, check_sizes, exact_truth
 from harness.model.family import ProblemFamily
 from harness.model.problem import Problem, Truth
 

@@ -25,7 +25,7 @@ import numpy as np
 from harness.core.errors import InputError
 from harness.core.kernels import Matern12
 from harness.core.markov import MAX_GRID, MAX_STORE, MAX_WORK, grid_nodes, ou_probit_oracle, work
-from harness.datasets.checks import check_positive, check_seed, check_sizes, exact_truth
+from harness.datasets.parameters import check_positive, check_seed, check_sizes, exact_truth
 from harness.model.family import ProblemFamily
 from harness.model.problem import Problem, Truth
 

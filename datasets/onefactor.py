@@ -13,7 +13,7 @@ import numpy as np
 from harness.core.covariance import OneFactorCovariance
 from harness.core.errors import InputError
 from harness.core.oracles import one_factor_integral
-from harness.datasets.checks import check_count, check_seed, exact_truth
+from harness.datasets.parameters import check_count, check_seed, exact_truth
 from harness.model.family import ProblemFamily
 from harness.model.problem import Problem, Truth
 

@@ -28,7 +28,7 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 
 from harness.core.errors import InputError
-from harness.datasets.checks import check_positive, check_sizes, kernel_label, stationary_kernel
+from harness.datasets.parameters import check_positive, check_sizes, kernel_label, stationary_kernel
 from harness.datasets.split import standardise, stratified_split
 from harness.model.family import ProblemFamily
 from harness.model.problem import Problem

@@ -10,7 +10,7 @@ import pytest
 from cli_driver import cli, refused
 
 from harness.core.errors import InputError
-from harness.datasets.checks import MAX_POINTS
+from harness.datasets.parameters import MAX_POINTS
 from harness.model.settings import (
     MAX_BUDGET,
     MAX_MAGNITUDE,
