@@ -8,10 +8,10 @@ stream is seeded from the same key (harness.core.seeding), so a result never dep
 that ran it, nor on the order, nor on the sweep's name or its other jobs. Two sweeps that
 share a job share its id (and its stored result). A tuning job's key also holds "kind": "tune"
 and the tuning settings that determine its strategy's result
-(harness.sweep.tune.TuneSettings.key_part); an estimate job's key is unchanged by the job kinds. A
-job split into parts (the sweep's `parts`, for a method that can split: harness.execution.split) has
+(harness.sweep.tune.TuneSettings.key_part); an estimate job's key has no "kind". A job split
+into parts (the sweep's `parts`, for a method that can split: harness.execution.split) has
 "parts" in its key (the number asked of SplitsEstimates.split_budget); with parts = 1, or a
-method that cannot split, the key is as before.
+method that cannot split, the key has no "parts".
 """
 
 from __future__ import annotations

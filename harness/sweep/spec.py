@@ -1,58 +1,40 @@
 """Sweep files (TOML): parsing, complete validation and expansion into problems × methods.
 
-A sweep file (see sweeps/quick.toml)::
+Every key of a sweep file (see sweeps/quick.toml)::
 
-    name = "quick"                        # default: the file name without .toml
+    name = "quick"               # default: the file name without .toml
     description = "..."
-    seed = 0                              # the sweep seed (part of every job's key)
-    replicates = 3                        # independent runs per problem × method × budget
-    time_limit = 60                       # CPU seconds per job, hard (harness.model.limits);
-                                          # optional
-    memory_limit = "8GB"                  # a worker's memory, each job's limit; optional
-                                          # (default: the cluster's)
-    no_workers_timeout = 300              # seconds without any worker before the sweep gives up
-    worker_ttl = 120                      # seconds: a silent worker of the local cluster is
-                                          # restarted and its jobs move (harness.execution.cluster)
-    parts = "auto"                        # split each job of a method that can into parts run
-    #                                       as separate tasks (harness.execution.split);
-    #                                       default 1: no
-    budgets = [1000, 10000]               # or a log-spaced range:
-    # budgets = { start = 1e3, stop = 1e5, num = 5 }
-    every_method = true                   # also run every registered method not listed below
+    seed = 0                     # the sweep seed (part of every job's key)
+    replicates = 3               # independent runs per problem × method × budget
+    time_limit = 60              # optional: CPU seconds per job, hard (harness.model.limits)
+    memory_limit = "8GB"         # optional: a worker's memory, each job's limit
+    no_workers_timeout = 300     # seconds without any worker before the sweep gives up
+    worker_ttl = 120             # seconds before a silent local worker is restarted
+    parts = "auto"               # or N: split jobs into parts (default 1: no; below)
+    budgets = [1000, 10000]      # or a log-spaced range { start = 1e3, stop = 1e5, num = 5 }
+    every_method = true          # also run every registered method not listed below
+    kind = "tune"                # optional: "tune" with a [tune] table (harness.sweep.tune),
+    #                              or "reference" with [reference] (harness.sweep.reference_kind)
     problems = [
-        "onefactor:n=50",                 # family:key=value,...
-        "linear1d-p1",                    # a preset (optionally preset:key=value,...)
-        "data/my.npz",                    # a file (relative to this file), opened by the workers
-        { family = "onefactor", n = [50, 200], seed = [0, 1] },   # tables: lists make a grid
+        "onefactor:n=50",        # family:key=value,...; a preset (preset:key=value,...)
+        "data/my.npz",           # a file (relative to this file), opened by the workers
+        { family = "onefactor", n = [50, 200], seed = [0, 1] },   # lists make a grid
     ]
+    [output]                     # optional; paths relative to this file's folder
+    store = "results/quick.sqlite"   # default results/<name>.sqlite (working directory)
+    report = "reports/quick"     # default reports/<name> (working directory)
+    [methods.rejection-bootstrap]    # a registered method; a list of values is a grid,
+    count = ["soft", "hard"]     #   here rejection-bootstrap, rejection-bootstrap[count=hard]
+    budgets = [1000]             # optional: this method's own budgets
+    [methods."plugins/mine.py:Mine"] # a file: keys hold its hash (harness.plugins.method_files)
 
-    [output]                              # optional; relative to this file's folder
-    store = "results/quick.sqlite"        # default results/<name>.sqlite (working directory)
-    report = "reports/quick"              # default reports/<name> (working directory)
-
-    [methods.rejection-bootstrap]         # a registered method; a list of values is a grid
-    count = ["soft", "hard"]              # -> rejection-bootstrap, rejection-bootstrap[count=hard]
-    # budgets = [...]                     # this method's own budgets (instead of the sweep's)
-
-    [methods."plugins/mine.py:Mine"]      # a method from a file (path relative to this file):
-    budgets = [1000]                      # job keys hold its content hash
-                                          # (harness.plugins.method_files)
-
-Paths written in the file (problem files, [output] store and report, method files) are
-relative to the sweep file's folder, so the same file finds the same store from any working
-directory; a problem file's spec (in its jobs' keys) is its absolute path. A method whose class
-says `Tags(stochastic=False)` (the same answer for every seed) runs replicate 0 only.
-
-A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each.
-`parts` (an integer, or "auto": from the method, budget and N,
-harness.execution.split.resolve_parts) splits the estimate of every job whose method can split
-(SplitsEstimates.split_budget: the SOV family, rejection-bootstrap) into independent parts, run as
-separate Dask tasks and each committed to the store as it finishes, so a killed client or worker
-loses at most the parts in flight; the job's key then holds "parts" (parts = 1, the default, leaves
-every key and result as before). `kind = "tune"` with a [tune] table makes every job a
-hyperparameter-tuning job instead of one estimate (harness.sweep.tune describes the table); `kind =
-"reference"` with a [reference] table computes one reference record per problem instead
-(harness.sweep.reference_kind).
+A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each. Paths
+written in the file are relative to its folder; a problem file's spec (in its jobs' keys) is
+its absolute path. A method with `Tags(stochastic=False)` runs replicate 0 only. `parts` (an
+integer, or "auto": harness.execution.split.resolve_parts) splits the estimate of every job
+whose method can split (SplitsEstimates) into independent parts, run as separate Dask tasks
+and each stored as it finishes, so a killed client or worker loses at most the parts in
+flight; the job's key then holds "parts" (parts = 1 leaves every key as it was).
 Everything is checked here, before any job runs: a problem in the file is an InputError that
 names the file, the key and the fix (the command line exits with code 2).
 """
