@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.core.seeding import key_digest
 from harness.model.splitting import splits
-from harness.sweep.checks import incompatible, memory_refusal, too_large_budgets
+from harness.sweep.feasibility import incompatible, memory_refusal, too_large_budgets
 from harness.sweep.grid import MethodInstance
 from harness.sweep.spec import Sweep
 

@@ -50,7 +50,7 @@ from harness.core.errors import InputError
 from harness.core.seeding import MAX_SEED
 from harness.model.settings import Where, check_keys, integer, seconds, short
 from harness.plugins.specs import beside
-from harness.sweep.checks import check_jobs
+from harness.sweep.feasibility import check_jobs
 from harness.sweep.grid import (
     MethodInstance,
     ProblemEntry,

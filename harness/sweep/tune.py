@@ -174,7 +174,7 @@ def check_tune(w, tune: TuneSettings, problems, methods) -> None:
     """Checks that need the built problems and methods: every parameter is tunable on every
     problem; pseudo-marginal needs an unbiased Ẑ; each explore budget can run (check_job)."""
     from harness.plugins.registry import get_method
-    from harness.sweep.checks import incompatible
+    from harness.sweep.feasibility import incompatible
     from harness.tuning.space import TuneSpace, check_space
 
     space = TuneSpace.from_dict(tune.space)
