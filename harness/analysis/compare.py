@@ -12,9 +12,8 @@ exactly one. Tuning jobs are not compared.
 Quantities: the estimate's CPU seconds, the log Z error and the test-probability error, against
 the truth where the problem has one, else against the *baseline's* consensus on both sides (one
 yardstick; docs/math.md §3d). Values below a floor are raised to it, so that two answers the
-yardstick cannot tell apart compare as equal: CPU_FLOOR for times (below it, the same job's
-time varied twofold between runs), twice the reference's or the consensus's SE
-(aggregate.precision_floor), else EXACT_FLOOR.
+yardstick cannot tell apart compare as equal: CPU_FLOOR for times, twice the reference's or
+the consensus's SE (aggregate.precision_floor), else EXACT_FLOOR.
 
 Ratio and interval: r = exp(mean log x_B − mean log x_A), the ratio of the geometric means over
 the successful replicates, with the 95 % Welch t interval of the difference of the log means
@@ -26,9 +25,9 @@ k², degrees of freedom by Welch–Satterthwaite over every component: the verdi
 replicates per cell cannot give.
 
 Rule: a change is flagged as a regression ("worse") when its whole interval lies above
-1 + threshold (ERROR_THRESHOLD 10 %; TIME_THRESHOLD 50 % for CPU time: between two runs of the
-quick sweep on a shared machine the same cells' CPU ratios ranged 0.57–1.57), "better" when it
-lies below 1 / (1 + threshold); a cell is also worse when a larger share of its jobs fails (a
+1 + threshold (ERROR_THRESHOLD 10 %; TIME_THRESHOLD 50 % for CPU time; the CPU thresholds are
+justified in docs/studies.md, "Comparing two runs"), "better" when it lies below
+1 / (1 + threshold); a cell is also worse when a larger share of its jobs fails (a
 status other than ok). Cells are marked at 95 % each, which marks about one cell in 40 by chance
 once the two runs' answers are not identical (unchanged methods with unchanged job keys give
 identical answers, ratio exactly 1); so a method is flagged worse when its pooled interval is,
@@ -62,7 +61,7 @@ from harness.model.settings import did_you_mean
 ERROR_THRESHOLD = 0.10
 TIME_THRESHOLD = 0.50
 CONFIDENCE = 0.95
-CPU_FLOOR = 0.01        # seconds: below, a job's time varies 2x between runs (overheads, caches)
+CPU_FLOOR = 0.01        # seconds (docs/studies.md, "Comparing two runs")
 EXACT_FLOOR = 1e-9      # an error against an exact oracle (its own accuracy, docs/math.md §3)
 # the quantities compared: name -> what the text says
 QUANTITIES = {"cpu_seconds": "CPU time", "log_z_error": "log Z error",
@@ -286,7 +285,24 @@ def _floor(data: ReportData, problem: str, column: str) -> float:
 
 def compare(baseline: Side, candidate: Side, error_threshold: float = ERROR_THRESHOLD,
             time_threshold: float = TIME_THRESHOLD) -> Comparison:
-    """Compare the candidate's jobs with the baseline's (module doc)."""
+    """Compare the candidate's jobs with the baseline's, cell by cell and method by method
+    (module doc).
+
+    Parameters
+    ----------
+    baseline, candidate : Side
+        The two runs (load_side: a store, or one sweep of a store).
+    error_threshold : float
+        A relative change of an error beyond which a cell or method is flagged.
+    time_threshold : float
+        The same for CPU time.
+
+    Returns
+    -------
+    Comparison
+        The paired cells and methods with their ratios, intervals and flags, and the methods
+        found on one side only.
+    """
     out = Comparison(baseline, candidate, error_threshold, time_threshold)
     a, b = baseline.data, candidate.data
     b.jobs = b.jobs.copy()
