@@ -1,4 +1,4 @@
-"""The report's "Cost against N" section (issue 14): how a method's cost and error grow with N.
+"""The report's "Cost against N" section: how a method's cost and error grow with N.
 
 Shown for every series of problems: the problems of one family that differ only in their size
 (SIZE_KEYS) and seed, with successful jobs at MIN_SIZES or more sizes N = n_train (e.g.
