@@ -46,7 +46,7 @@ from harness.execution.split import PART_KEY_PREFIX, part_result, part_spec, run
 from harness.execution.store import ResultStore, StoreWriteFailed, held_records, store_file
 from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
-from harness.sweep.progress import Progress, duration
+from harness.sweep.progress_line import Progress, duration
 from harness.sweep.spec import Sweep, load_sweep
 from harness.sweep.tune_exact import record_references
 

@@ -349,8 +349,8 @@ def test_a_frozen_scheduler_is_lost_after_the_comm_timeout(tmp_path, sweep_proce
 def test_the_progress_line_shows_the_wait(monkeypatch):
     import io
 
-    from harness.sweep import progress as progress_module
-    from harness.sweep.progress import Progress
+    from harness.sweep import progress_line as progress_module
+    from harness.sweep.progress_line import Progress
 
     now = [100.0]
     monkeypatch.setattr(progress_module.time, "monotonic", lambda: now[0])
