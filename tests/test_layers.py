@@ -227,9 +227,9 @@ def test_the_graph_sees_function_level_imports():
 
 def test_command_modules_never_import_the_command_line_root(graph):
     """harness.cli.main lists the commands; a command module imports only shared helpers
-    (harness.cli.args, harness.cli.progress) and the layers below, never main (nor another
+    (harness.cli.args, harness.cli.progress_bars) and the layers below, never main (nor another
     command)."""
-    shared = {"harness.cli.args", "harness.cli.progress"}
+    shared = {"harness.cli.args", "harness.cli.progress_bars"}
     commands = [m for m in graph if m.startswith("harness.cli.") and m != "harness.cli.main"
                 and m not in shared]
     assert "harness.cli.run" in commands

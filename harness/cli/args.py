@@ -28,7 +28,7 @@ def add_verbosity(p: argparse.ArgumentParser) -> None:
 
 def note(args: argparse.Namespace, text: str) -> None:
     """A note for people on stderr (which store was read, ...), unless -q."""
-    from harness.cli.progress import write_line
+    from harness.cli.progress_bars import write_line
 
     if getattr(args, "verbosity", NORMAL) > QUIET:
         write_line(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from harness.cli.args import add_named, named
-from harness.cli.progress import progress_bars
+from harness.cli.progress_bars import progress_bars
 
 
 def setup(p):

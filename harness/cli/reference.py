@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from harness.cli.args import add_cluster_options, add_named, named, note, out_file, workers_option
-from harness.cli.progress import progress_bars
+from harness.cli.progress_bars import progress_bars
 from harness.core.errors import InputError
 from harness.model.settings import parse_int
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.cli.args import DEFAULT_STORE, LAST_STORE, out_folder, store_option
-from harness.cli.progress import progress_bars
+from harness.cli.progress_bars import progress_bars
 from harness.report import build_report, default_out_dir
 
 

@@ -12,7 +12,7 @@ from harness.cli.args import (
     settings_option,
     workers_option,
 )
-from harness.cli.progress import progress_bars
+from harness.cli.progress_bars import progress_bars
 from harness.core.errors import InputError
 from harness.core.progress import phase
 from harness.model.settings import parse_int

@@ -1,4 +1,4 @@
-"""Progress bars of the command line (harness.cli.progress): on a terminal, `run` shows its
+"""Progress bars of the command line (harness.cli.progress_bars): on a terminal, `run` shows its
 phases with the elapsed time and an ETA while it works; with -q, or when stderr is not a
 terminal, nothing."""
 
@@ -18,7 +18,7 @@ import pytest
 
 from harness.cli.args import NORMAL, QUIET
 from harness.cli.main import main
-from harness.cli.progress import Bars, progress_bars
+from harness.cli.progress_bars import Bars, progress_bars
 from harness.core.progress import advance, phase
 
 ROOT = Path(__file__).resolve().parents[2]
