@@ -17,16 +17,14 @@ the realdata presets are: centred and scaled by the training split's mean and sd
 same transformation applied to the test points. A feature constant on the training split is
 only centred (its sd would be 0), with a one-line FeatureWarning naming it. `standardize=false`
 in the spec (or a `standardize` entry False in the .npz; the spec wins) keeps the features as
-given, which is how these files were read before. The problem's name and description say which:
-a standardised problem is named `PATH (standardised)` (with the spec's other options,
-`PATH:alpha=2,kernel=rbf (standardised)`, so each kernel is its own problem) and its canonical
-spec carries
-`standardize=true`, so its jobs never share keys, names or report cells with results stored
-before the default changed (those belong to the unstandardised problem, named `PATH`).
+given. The problem's name and description say which: a standardised problem is named
+`PATH (standardised)` (with the spec's other options, `PATH:alpha=2,kernel=rbf (standardised)`,
+so each kernel is its own problem) and its canonical spec carries `standardize=true`, so its
+jobs never share keys, names or report cells with the unstandardised problem (named `PATH`).
 After the build, a kernel matrix that is numerically the identity or rank one is reported
 with a one-line DegenerateKernelWarning (harness.core.conditioning.kernel_degeneracy; e.g. raw
 features on scales of 100-1000 under an RBF kernel with alpha = 1: K = I, log Z = N log 1/2).
-Orthant problems (.npz with `cov`) are read as before.
+Orthant problems (.npz with `cov`) are never standardised.
 """
 
 from __future__ import annotations

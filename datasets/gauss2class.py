@@ -1,6 +1,6 @@
 """RBF-kernel GPC on synthetic two-class Gaussian data in d dimensions (docs/math.md §1, §10, §11).
 
-This is the issue's `gaussian2class` family (one family, `gauss2class`). Class -1 ~ N(0, I_d)
+One family, `gauss2class`, for the two-class Gaussian data. Class -1 ~ N(0, I_d)
 and class +1 ~ N(m e_d, S), e_d the all-ones vector, half of the points in each class; the
 kernel is the papers' RBF, k(x, x') = beta * exp(-|x - x'|^2 / alpha). The generating model's
 Bayes posterior P(y = +1 | x*) = sigmoid(log N(x*; m e_d, S) - log N(x*; 0, I)) (equal priors)
@@ -13,8 +13,8 @@ class means `separation` apart whatever d) and `cov` = S:
   sigma1    the paper's Sigma1 = [[1, .25], [.25, 1]] for d = 2; for other d the same
             equicorrelation, 0.75 I + 0.25 e e^T
   banded    the paper's Sigma2: 0.5 on the diagonal, 0.2 on the first off-diagonals (d x d)
-Specs that set neither give exactly the problems (data, params, description) of earlier
-versions.
+Specs that set neither give the original parameterisation's problems exactly (data, parameters,
+description), so their job keys stay valid.
 
 Presets gauss-p1 … gauss-p6 are the paper's Table 4 synthetic Problems 1–6 (alpha=5, beta=1;
 the sweep varies alpha/beta). RECONSTRUCTIONS (digits lost in the paper's text):

@@ -1,4 +1,4 @@
-"""Linear-kernel GPC on d = 1..3 features with exact truth (docs/math.md §3c; issue 10).
+"""Linear-kernel GPC on d = 1..3 features with exact truth (docs/math.md §3c).
 
 Two classes of Gaussian data in d features, unit covariance, means ±(separation/2)·e/sqrt(d)
 (e the all-ones vector), half the points in each class; kernel K = beta X X^T (rank d).

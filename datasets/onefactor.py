@@ -67,7 +67,7 @@ FAMILY = ProblemFamily(
         "onefactor-table1-n50": {"n": 50},
         "onefactor-table1-n200": {"n": 200},
         "onefactor-table1-n500": {"n": 500},
-        # |d_i| close to 1 with random signs: strongly correlated, much harder (issue 10)
+        # |d_i| close to 1 with random signs: strongly correlated, much harder
         "onefactor-hard-n500": {"n": 500, "dmin": 0.95, "dmax": 0.999, "random_signs": True},
         "onefactor-hard-n2000": {"n": 2000, "dmin": 0.95, "dmax": 0.999, "random_signs": True},
     },
