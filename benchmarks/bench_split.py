@@ -1,8 +1,8 @@
-"""One `sov` estimate split into parts (harness.execution.split) on a local cluster of 1, then 2
+"""One `sov` estimate split into parts (harness.execution.parts) on a local cluster of 1, then 2
 workers.
 
 Issue 15's target: a ~60-second estimate runs >= 1.7x faster in wall time on 2 workers than on
-1, with identical numbers. The wall time is that of harness.execution.split.run_split (first
+1, with identical numbers. The wall time is that of harness.execution.parts.run_split (first
 submission to the last part, each worker's set-up included; the cluster's start-up is not), measured
 in the same run for both cluster sizes; the numbers (log Ẑ, its SE, every test probability and
 its SE) must be bit-identical. The speed-up needs two otherwise idle cores: on a shared machine
@@ -33,7 +33,7 @@ NUMBERS = ("log_marginal_likelihood", "log_marginal_likelihood_se", "test_probab
 
 def one_run(problem: str, method: str, budget: int, parts: str | int, workers: int) -> dict:
     from harness.execution.cluster import connect
-    from harness.execution.split import run_split
+    from harness.execution.parts import run_split
 
     key = {"benchmark": "bench_split", "problem": problem, "method": method, "budget": budget}
     t0 = time.perf_counter()

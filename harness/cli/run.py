@@ -84,13 +84,13 @@ def run(args) -> int:
 
 def run_split_cli(args, problem, method, budget: int, key: dict, parts, workers: int | None,
                   **identity) -> dict:
-    """`run --workers/--scheduler/--parts`: the estimate split into parts (harness.execution.split),
+    """`run --workers/--scheduler/--parts`: the estimate split into parts (harness.execution.parts),
     on a local cluster, an existing one, or (--parts alone) in this process. The random stream's
     key holds the number of parts asked for, so a split run is its own replicate."""
     from contextlib import nullcontext
 
     from harness.execution.cluster import connect
-    from harness.execution.split import part_budgets, resolve_parts, run_split
+    from harness.execution.parts import part_budgets, resolve_parts, run_split
     from harness.plugins.method_files import is_file_ref, read_method_file
 
     n = resolve_parts(method, budget, problem.n_train, parts, "--parts")

@@ -56,7 +56,7 @@ def run_single(problem: Problem, method: Method, budget: int, seed: int, limit: 
 
     A job that cannot fit in `limit` bytes is refused first (InputError naming the numbers;
     `name` is the problem as the user wrote it). split(key), when given, runs the estimate in
-    parts (harness.execution.split) instead of in this process.
+    parts (harness.execution.parts) instead of in this process.
     """
     refuse_too_large(f"{method.label()} on {name or problem.name}", problem.summary(), method,
                      budget, limit, where)

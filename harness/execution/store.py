@@ -653,7 +653,7 @@ class ResultStore:
             path.unlink()
         return imported, files
 
-    # ---- parts of split jobs (harness.execution.split) -------------------------------------------
+    # ---- parts of split jobs (harness.execution.parts) -------------------------------------------
     def add_part(self, job_id: str, part: int, record: dict[str, Any]) -> None:
         """Store one finished part of a split job (replacing an earlier one of that index)."""
         with self._writing():

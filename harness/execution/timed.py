@@ -204,7 +204,7 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
     InputError is raised, and so is any other exception with raise_errors=True. An exception
     in a thread the method started decides the job the same way (thread_errors,
     thread_failure). on_setup(the set-up fields) is called once the set-up succeeded. Shared
-    by run_method (one estimate) and harness.execution.split.run_part (one part of a split
+    by run_method (one estimate) and harness.execution.parts.run_part (one part of a split
     estimate).
     """
     def guarded(fn):

@@ -122,7 +122,7 @@ VALUE_FIELDS = ("status", "reason", "log_marginal_likelihood", "log_marginal_lik
 
 
 class PartRunner:
-    """The parts of one method on one problem, run by harness.execution.split.run_split (in this
+    """The parts of one method on one problem, run by harness.execution.parts.run_split (in this
     process, or across a Dask client's workers) and combined: each round passes the parts already
     run (done_parts), so only the new ones run; part i's stream is rng_for(part_key(key, i))."""
 
@@ -130,12 +130,12 @@ class PartRunner:
                  client=None):
         self.spec, self.problem, self.method, self.key = spec, problem, method, key
         self.client = client
-        self.parts: list[dict[str, Any]] = []   # part records (harness.execution.split.run_part)
+        self.parts: list[dict[str, Any]] = []   # part records (harness.execution.parts.run_part)
 
     def run(self, n_parts: int, part_budget: int) -> dict[str, Any]:
         """Run parts len(self.parts) .. n_parts - 1 (budget part_budget each), then combine
         all of them: the value fields of the combined estimate."""
-        from harness.execution.split import run_split
+        from harness.execution.parts import run_split
 
         budgets = self.method.split_budget(n_parts * part_budget, n_parts)
         if budgets is None or list(budgets) != [part_budget] * n_parts:

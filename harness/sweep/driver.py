@@ -41,8 +41,8 @@ from typing import Any, TextIO
 from harness.core.errors import InputError
 from harness.execution.arrivals import arrivals
 from harness.execution.cluster import ClusterLost
+from harness.execution.parts import PART_KEY_PREFIX, part_result, part_spec, run_part
 from harness.execution.provenance import environment_facts
-from harness.execution.split import PART_KEY_PREFIX, part_result, part_spec, run_part
 from harness.execution.store import ResultStore, StoreWriteFailed, held_records, store_file
 from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
@@ -218,9 +218,9 @@ def worker_facts(client) -> dict[str, Any]:
 
 
 def combined_record(job: Job, parts: dict[int, dict]) -> dict[str, Any]:
-    """A split job's record from all its part records (harness.execution.split.combine_record), on
+    """A split job's record from all its part records (harness.execution.parts.combine_record), on
     the client; a combination that raises (a method's bug) is an error record."""
-    from harness.execution.split import combine_record
+    from harness.execution.parts import combine_record
     from harness.execution.worker import job_identity, job_method
     from harness.model.debugging import exception_reason
     from harness.plugins.specs import make_problem

@@ -68,8 +68,8 @@ class Job:
 def split_plan(sweep: Sweep, method: MethodInstance, budget: int, n_train: int
                ) -> tuple[int, tuple[int, ...]]:
     """(parts asked for, part budgets) of a job: (1, ()) unless the sweep splits, the method
-    can, and the budget makes more than one part (harness.execution.split)."""
-    from harness.execution.split import part_budgets, resolve_parts
+    can, and the budget makes more than one part (harness.execution.parts)."""
+    from harness.execution.parts import part_budgets, resolve_parts
     from harness.plugins.registry import get_method
 
     if sweep.parts == 1:

@@ -90,7 +90,7 @@ class Sweep:
     # seconds; None: the default (harness.execution.cluster)
     no_workers_timeout: float | None = None
     worker_ttl: float | None = None   # seconds; None: the default (harness.execution.cluster)
-    # "auto" or a number: split estimates into parts (harness.execution.split)
+    # "auto" or a number: split estimates into parts (harness.execution.parts)
     parts: int | str = 1
     reference: Any = None      # harness.sweep.reference_kind.ReferenceSettings (kind "reference")
     references: Path | None = None   # [output] references: folder of exported reference files

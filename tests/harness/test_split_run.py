@@ -1,4 +1,4 @@
-"""harness.execution.split: one estimate split into parts, in this process and on real local Dask
+"""harness.execution.parts: one estimate split into parts, in this process and on real local Dask
 clusters (worker processes): exact recombination, bit-identical numbers for any number of
 workers, a killed worker, stored parts not rerun, failing parts as records."""
 
@@ -14,7 +14,7 @@ import pytest
 from harness.cli.main import main
 from harness.core.errors import InputError
 from harness.core.seeding import rng_for
-from harness.execution.split import (
+from harness.execution.parts import (
     AUTO_MAX_PARTS,
     combine_record,
     part_budgets,

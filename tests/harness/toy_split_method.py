@@ -1,4 +1,4 @@
-"""A toy method that splits (tests of harness.execution.split): plain Monte Carlo of the orthant
+"""A toy method that splits (tests of harness.execution.parts): plain Monte Carlo of the orthant
 probability Z = P(v >= 0), v = L z ~ N(0, R), whose part statistics are sums.
 
 Ẑ = hits / samples; the test probabilities are the ratio estimator over the hits,

@@ -1,4 +1,4 @@
-"""Sweeps whose jobs are split into parts (the sweep key `parts`, harness.execution.split): the key,
+"""Sweeps whose jobs are split into parts (the sweep key `parts`, harness.execution.parts): the key,
 its validation, unchanged job ids without it, and against real Dask processes a client killed
 midway that resumes by running only the missing parts."""
 
@@ -183,7 +183,7 @@ populations = 2     # 4 parts x 2 populations of 1000 particles
 def test_real_methods_in_a_split_sweep(dask_cluster, tmp_path):
     """sov and rejection-bootstrap split by a sweep: each part stored, each record the
     estimate run_split makes from the job's key (in this process), against the truth."""
-    from harness.execution.split import run_split
+    from harness.execution.parts import run_split
 
     path = sweep_file(tmp_path, REAL)
     jobs = plan(load_sweep(path))
