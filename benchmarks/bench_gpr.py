@@ -1,4 +1,4 @@
-"""Exact GP regression (issue 9): the optimiser against a brute-force grid on the sine example.
+"""Exact GP regression: the optimiser against a brute-force grid on the sine example.
 
 For the PRML example (n = 10 on [0, 0.7], noise sd 0.1) and the CLI's default (n = 30, noise sd
 0.3), over --seeds data seeds: single-threaded CPU time and objective evaluations of

@@ -1,11 +1,11 @@
-"""Bias and spread of log Ẑ on the hard exact families (issue 10).
+"""Bias and spread of log Ẑ on the hard exact families.
 
 For every exact method that estimates log Z (or those named with --methods), at each budget,
 runs 10 seeds on linear-lowrank (d = 2, beta = 1 and beta = 9, N = 400), the hard one-factor
-presets and three nearly singular one-factor problems (issue 24), and prints a table of
-mean(log Ẑ) - log Z (bias), the standard deviation over seeds (spread), bias / standard error
-of the mean, and, for the rejection–bootstrap sampler, the number of distinct first-variable
-ancestors (path degeneracy).
+presets and three nearly singular one-factor problems (|d_i| = 1 - 1e-9 to 1 - 1e-13), and
+prints a table of mean(log Ẑ) - log Z (bias), the standard deviation over seeds (spread),
+bias / standard error of the mean, and, for the rejection–bootstrap sampler, the number of
+distinct first-variable ancestors (path degeneracy).
 
     python benchmarks/bench_hard_exact.py [--budgets 1e4,1e5] [--seeds 10] [--methods a,b]
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import cpu_time, reexec_without_coretype
 
 PROBLEMS = ["lowrank-d2-beta1", "lowrank-d2-beta9", "onefactor-hard-n500", "onefactor-hard-n2000",
-            # nearly singular (issue 24): every |d_i| = 1 - 1e-9, 1 - 5e-11, 1 - 1e-13
+            # nearly singular: every |d_i| = 1 - 1e-9, 1 - 5e-11, 1 - 1e-13
             *(f"onefactor:n=10,dmin={d},dmax={d},random_signs=true"
               for d in ("0.999999999", "0.99999999995", "0.9999999999999"))]
 

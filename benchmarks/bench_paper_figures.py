@@ -1,4 +1,4 @@
-"""The paper's Figures 1–2 on linear1d-p3 (N = 400): CPU time to a target accuracy (issue 6).
+"""The paper's Figures 1–2 on linear1d-p3 (N = 400): CPU time to a target accuracy.
 
 For ESS+AIS, HMC+AIS (both at GPML's defaults apart from the budget: skip 40, burn-in 10,
 3 AIS runs, temperatures = samples = the budget) and the soft-count rejection–bootstrap

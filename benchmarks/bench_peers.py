@@ -1,110 +1,40 @@
-"""The R peers side by side with the harness's methods, on the same problems (issue 25, item 4).
+"""The R peers side by side with the harness's methods, on the same problems.
 
-Two orthant problems, P(v >= 0) with v ~ N(0, R), at each size N of --sizes:
-  onefactor  R = d dᵀ + diag(1 - d²), d ~ U(-0.99, 0.99) (the harness family `onefactor`,
-             seed --seed): exact log P by 1-D quadrature (docs/math.md §3a);
-  matern32   N points uniform in the unit square (seed --seed), R = K + I with the Matérn-3/2
-             kernel of range 0.1 as the R packages write it, K(r) = (1 + r / 0.1) exp(-r / 0.1)
-             (the harness's `matern32` with alpha = 0.1 √3, beta = 1): no exact truth, so the
-             yardstick is the harness's `minimax-tilting` at --yardstick-factor times the
-             budget (--yardstick-set factorisation=dense: on the dense factor), and every
-             row's error is against it (in combined SEs).
+Two orthant problems, P(v >= 0) with v ~ N(0, R), at each size N of --sizes (seed --seed):
+  onefactor  R = d dᵀ + diag(1 - d²), d ~ U(-0.99, 0.99) (the harness family `onefactor`):
+             exact log P by 1-D quadrature (docs/math.md §3a);
+  matern32   N points uniform in the unit square, R = K + I with the Matérn-3/2 kernel of
+             range 0.1 as the R packages write it, K(r) = (1 + r / 0.1) exp(-r / 0.1): no exact
+             truth, so every row's error (in combined SEs) is against the harness's
+             `minimax-tilting` at --yardstick-factor times the budget (--yardstick-set).
 Each method runs in a process of its own, measured alike (os.wait4: user + system CPU of the
-whole process, problem built and set-up included, and its peak resident memory):
-  the harness's `minimax-tilting`, `sov-tlr` (reorder=kdtree on matern32: its default order is
-  random there), `sir`, `vecchia-sov` and `vecchia-tilting`, all else at their defaults, through
-  harness.api.estimate;
-  R's tlrmvnmvt (TLRQMC: tile-low-rank QMC, Cao, Genton, Keyes & Turkiyyah), VeccTMVN (Vecchia
-  SOV with minimax tilting, Cao & Katzfuss 2024) and TruncatedNormal (Botev's minimax tilting,
-  `pmvnorm(type = "mc")`), each in its own `Rscript`, at their defaults except the sample
-  size, matched to --budget points: tlrmvnmvt N = budget / 20 (10 batches of N QMC points and
-  their antithetic twins), VeccTMVN 12 × budget / 12, TruncatedNormal B = budget. The
-  one-factor covariance reaches them as d and the Matérn problem as the points: R builds the
-  dense matrix where the package needs one (TruncatedNormal; tlrmvnmvt and VeccTMVN on
-  one-factor), while tlrmvnmvt (`geom`, kernel "matern", para (1, 0.1, 1.5, 1)) and VeccTMVN
-  (`locs`, GpGp's "matern15_isotropic", covParms (1, 0.1, 1)) build the Matérn covariance from the
-  points themselves. A run whose expected peak memory (the harness's memory estimate, or
-  PEER_MEMORY) exceeds --max-gb is skipped, saying so, and every run's data segment is capped
-  at --max-gb (RLIMIT_DATA: an allocation beyond fails in that run alone).
-Reported errors: the harness's SE of log P; tlrmvnmvt's SE of P over P (the same to first
-order); VeccTMVN's and TruncatedNormal's the same quantity computed in log space from what
-their samplers return (VeccTMVN's 12 level-1 estimates, TruncatedNormal's B log weights, both
-taken with R's `trace` on their way out): on the probability scale TruncatedNormal's own
-relerr is 0 once P < 1e-154 (P² underflows; one-factor N = 1,000 has P = 1e-302), and both
-return P = 0 below 1e-308. tlrmvnmvt computes its estimate in scaled arithmetic but reports
-its error only on the probability scale: when the expected log P is below -700 it runs with
-uselog2 = TRUE and has no error.
+whole process, problem and set-up included, and its peak resident memory): the harness's
+`minimax-tilting`, `sov-tlr` (reorder=kdtree on matern32), `sir`, `vecchia-sov` and
+`vecchia-tilting` through harness.api.estimate; R's tlrmvnmvt (tile-low-rank QMC), VeccTMVN
+(Vecchia SOV with minimax tilting) and TruncatedNormal (Botev's minimax tilting), each in its
+own `Rscript`, at their defaults except the sample size, matched to --budget points
+(tlrmvnmvt N = budget / 20 with antithetic twins, VeccTMVN 12 × budget / 12, TruncatedNormal
+B = budget). A run whose expected peak memory (the harness's memory estimate, or PEER_MEMORY)
+exceeds --max-gb is skipped, saying so, and every run's data segment is capped at --max-gb.
+Reported errors: the harness's SE of log P; tlrmvnmvt's SE of P over P; VeccTMVN's and
+TruncatedNormal's the same quantity computed in log space from what their samplers return
+(their own errors underflow once P < 1e-154). tlrmvnmvt has no error when the expected log P
+is below -700 (it runs with uselog2 = TRUE).
 
-To make the peers available: R and what Debian packages of their dependencies (r-base-core,
-r-base-dev, r-cran-rcpp, r-cran-rcppeigen, r-cran-rcpparmadillo, r-cran-bh, r-cran-matrix,
-r-cran-truncnorm, r-cran-nleqslv, r-cran-fields, r-cran-fnn, r-cran-spam, r-cran-numderiv;
-libopenblas0-serial gives R an optimised one-thread BLAS), then each remaining package built
-from its public source with `R CMD INSTALL --library=DIR SOURCE`, dependencies first
-(sparseinv, GpGp, GPvecchia, qrng, spacefillr, alabama, then TruncatedNormal, tlrmvnmvt,
-VeccTMVN), and DIR named by R_LIBS_USER when running this script. A peer is found by
-`Rscript -e 'library(NAME)'`; one that is missing (or R itself) is skipped with one line.
+The peers: R, the Debian packages of their dependencies (r-base-core, r-base-dev, r-cran-rcpp,
+r-cran-rcppeigen, r-cran-rcpparmadillo, r-cran-bh, r-cran-matrix, r-cran-truncnorm,
+r-cran-nleqslv, r-cran-fields, r-cran-fnn, r-cran-spam, r-cran-numderiv; libopenblas0-serial
+for a one-thread BLAS), then each remaining package built from source with `R CMD INSTALL
+--library=DIR SOURCE` (sparseinv, GpGp, GPvecchia, qrng, spacefillr, alabama, then
+TruncatedNormal, tlrmvnmvt, VeccTMVN), DIR named by R_LIBS_USER. A missing peer is skipped
+with one line.
 
     nice python benchmarks/bench_peers.py [--sizes 1000] [--budget 10000] [--max-gb 16]
         [--problems onefactor,matern32] [--methods ...] [--set METHOD:KEY=VALUE]
         [--peers ...] [--yardstick-value=LOG_P,SE] [--timeout 7200]
 
-Measured on 2026-12-03 (2-core machine, the two problems run side by side as two processes,
-one thread per run, budget 10⁴ points, seed 1; R 4.2.2 with Debian's serial OpenBLAS; peers
-built from their CRAN sources: tlrmvnmvt 1.1.2.1, VeccTMVN 1.3.0 with GpGp 0.5.1 and
-GPvecchia 0.1.7, TruncatedNormal 2.3), `--sizes 16384 --problems onefactor --max-gb 14`,
-59 min wall for both. The two shared the machine: rows that did not change since an earlier,
-quieter run (sov-tlr, vecchia-sov, VeccTMVN) took 1.2-1.4x their CPU seconds then, tlrmvnmvt
-2.1-2.4x.
-
-    onefactor N = 16,384, exact log P = -11361.0887 (error = log P̂ - exact)
-    method                  log P     ± SE     error  err/SE   CPU s  peak GB  status
-    minimax-tilting   -11361.0752   0.0054    +0.014    +2.5    44.3     0.85  ok
-    sov-tlr           -11361.1001   0.0167    -0.011    -0.7    21.9     0.97  ok
-    sir               -11361.0971   0.0314    -0.008    -0.3    39.7     1.22  ok
-    vecchia-sov       -11360.6740   0.0468    +0.415    +8.9    23.2     0.83  ok
-    vecchia-tilting   -11360.7091   0.0068    +0.380   +55.6    59.8     0.34  ok
-    tlrmvnmvt         -11361.1855      n/a    -0.097           266.6     4.68  uselog2: no error
-    VeccTMVN           -1584.3393   0.6607 +9776.749 +14796.7    79.0     9.59  ok
-    TruncatedNormal   skipped: expected peak 50.4 GB (the dense R, 21 × 8 N²)
-
-    matern32 N = 16,384 (`--yardstick-factor 2 --max-gb 10`; yardstick: minimax-tilting at
-    20,000 points; error = log P̂ - yardstick, err/SE in combined SEs)
-    method                  log P     ± SE     error  err/SE   CPU s  peak GB  status
-    yardstick            -77.9828   0.0437                    1294.5     1.41  ok
-    minimax-tilting      -78.1140   0.0473    -0.131    -2.0   722.0     1.41  ok
-    sov-tlr[kdtree]     -236.7631  17.8640  -158.780    -8.9    79.9     1.22  unreliable: k̂ 15.6
-    sir                 -107.6828   8.2906   -29.700    -3.6   794.3     1.41  unreliable: spread
-    sir[tilted]          -77.9830   0.0362    -0.000    -0.0   697.5     1.41  ok
-    vecchia-sov         -233.5154  23.6595  -155.533    -6.6    45.1     1.03  unreliable: ESS 1
-    vecchia-tilting      -70.1336   0.1397    +7.849   +53.6    85.0     1.52  ok (approximation)
-    tlrmvnmvt           -297.8033   0.9480  -219.820  -231.6   422.4     1.04  ok
-    VeccTMVN             -70.4830   0.6708    +7.500   +11.2    60.3     0.65  ok
-    TruncatedNormal     skipped: expected peak 50.4 GB
-
-(VeccTMVN on one-factor ran alone with --max-gb 14: PEER_MEMORY then said 13.3 GB, now 10.1;
-sir[tilted] ran alone with `--methods sir --set sir:proposal=tilted` against the yardstick
-above, `--yardstick-value=-77.9828,0.0437`.) The exact methods on the TLR factor stay within
-0.014 nats of the one-factor truth; minimax-tilting's +2.5 SE is its tail: over 20 problem
-seeds at N = 16,384 its error/SE had RMS 1.27, largest 2.9, 3 of 20 at 2.5 or more. The Vecchia
-estimators (vecchia-*, VeccTMVN) estimate the probability under their approximation, not P: on
-one-factor no m neighbours hold the common factor (the harness's correlation-row order keeps
-the error to 0.4 nats; VeccTMVN, given the dense R, is 9,777 nats high with an SE of 0.66); on
-the 2-D Matérn problem both are 7.5-7.8 nats high (m = 60 and 30) with SEs of 0.14 and 0.67
-that say nothing of it. tlrmvnmvt has no error on one-factor (P < 1e-308: uselog2) and is 220
-nats low on the Matérn problem with an SE of 0.95. The harness's SOV methods (sov-tlr,
-vecchia-sov) and sir's default SOV proposal degenerate on the Matérn problem and say so; the
-tilted estimators (minimax-tilting at 10⁴ and 2 × 10⁴ points, sir with the tilted proposal)
-agree within 2.0 combined SEs. Before the sequential walk (an earlier run, same seed and
-budget) minimax-tilting gave -78.049 ± 0.539 there and was flagged (k̂ 1.60), and sir's default
-gave -90.58 ± 1.32 and called itself ok, 12.5 nats off (now the spread of its 40 randomisations
-flags it). TruncatedNormal needs the dense R (50 GB here). At N = 1,000 (the default run, 4 min
-wall, an earlier run; below N = 2,048 the tilted methods walk as they did then): one-factor
-(exact -696.2875) minimax-tilting +0.001 ± 0.003 (2.7 s CPU), sov-tlr -0.018 ± 0.009, sir
--0.049 ± 0.013 (-3.8 SE), vecchia-tilting +0.159 ± 0.003, tlrmvnmvt +0.042 ± 0.026 (1.9 s),
-VeccTMVN +452.5 ± 0.017 (2.9 s), TruncatedNormal +0.003 ± 0.006 (40 s CPU, 0.52 GB); matern32
-(yardstick -46.631 ± 0.014, ok) minimax-tilting -0.000 ± 0.036, vecchia-tilting +0.90 ± 0.02,
-sov-tlr, sir and vecchia-sov unreliable, tlrmvnmvt -3.97 ± 0.95, VeccTMVN +3.56 ± 0.03,
-TruncatedNormal -0.029 ± 0.031 (38 s CPU).
+The results at N = 16,384 and 1,000, and what they show: docs/studies.md, "The R peers at
+N = 16,384".
 """
 
 from __future__ import annotations

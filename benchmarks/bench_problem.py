@@ -1,4 +1,4 @@
-"""Building problems, structured against materialised (issue 14, part 1), in one run.
+"""Building problems, structured against materialised, in one run.
 
 For each problem: the CPU time (BLAS on one thread; robust to other load) and peak memory of
 building it, then of the first access to the dense R and to its Cholesky factor, for this

@@ -1,4 +1,4 @@
-"""Soft/hard-count rejection–bootstrap sampler against the floor (issue 2).
+"""Soft/hard-count rejection–bootstrap sampler against the floor.
 
 Times the sampler at M particles on an N-dimensional one-factor problem and, in the same run,
 the floor: one log_ndtr and one normal draw per particle-dimension plus a float64 matrix

@@ -1,5 +1,6 @@
 """Which runs of the SOV family and of rejection-bootstrap are wrong, and which diagnostics see
-it (issue 21 item 3).
+it: the study behind harness.model.reliability's thresholds (docs/studies.md, "Reliability
+rules").
 
 Runs sov, sov-tlr, sir, minimax-tilting and rejection-bootstrap (hard and soft count, 10
 populations) on problems with exact truth — markov1d (N = 500, 2,000; rho = 0.9, 0.99), the
@@ -144,7 +145,7 @@ RULES = {
     # alternatives, for comparison (PSIS's usual thresholds)
     "status or k̂ > 0.7 (not sir)": lambda r: r["status"] == "unreliable" or k_above(r, 0.7),
     "status or k̂ > 0.5 (not sir)": lambda r: r["status"] == "unreliable" or k_above(r, 0.5),
-    # the sd of the per-randomisation log Ẑ_k (rejection-bootstrap's populations, issue 21)
+    # the sd of the per-randomisation log Ẑ_k (rejection-bootstrap's populations)
     **{f"status or log Ẑ_k sd > {s:g}": sd_above(s) for s in (0.5, 0.75, 1.0, 1.5, 2.0)},
     "status or a dead population": lambda r: r["status"] == "unreliable"
                                              or (r.get("dead_populations") or 0) > 0,

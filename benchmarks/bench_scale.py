@@ -1,4 +1,4 @@
-"""Cost against N (issue 14's "Done when" benchmark): every exact method that fits, in one run.
+"""Cost against N at large N: every exact method that fits, in one run.
 
 For N = 4,096 … 65,536 (x2; --sizes or --min-n/--max-n to limit), on one-factor problems
 (exact truth, docs/math.md §3a) and 2-D RBF problems (gauss2class, judged by the consensus of the

@@ -1,4 +1,4 @@
-"""Estimators of log Z at equal CPU time on an RBF problem with a short length scale (issue 7).
+"""Estimators of log Z at equal CPU time on an RBF problem with a short length scale.
 
 gauss2class, N = 500, d = 2, alpha = 0.05, beta = 1: the GP covariance is nearly diagonal with
 a few strong neighbours, where plain SOV's weights are heavy-tailed (log Ẑ biased low, its

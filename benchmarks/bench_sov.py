@@ -1,4 +1,4 @@
-"""Separation-of-variables benchmarks (issue 5), every ratio measured within this one run.
+"""Separation-of-variables benchmarks, every ratio measured within this one run.
 
 1. floor:     `sov` CPU time per particle-dimension against the floor (one uniform, one
               log_ndtr, one ndtri_exp per particle-dimension plus the M N^2 matrix product),

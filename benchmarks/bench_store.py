@@ -1,11 +1,13 @@
-"""What the store's integrity check costs at open (issues 17 and 24): the whole check (`damage`:
-file, write-ahead log, `PRAGMA integrity_check`, schema, every row's checksum) and its parts, on a
-store of --jobs jobs (records shaped like a sweep's: copies of real run_job records of small
-jobs with job ids of their own, inserted in one transaction and sealed as a writer seals them),
-against what every opener already does in the same run: reading the job ids (a sweep's
-resume), and reading and parsing every record (report, export); and the check of the same
-store made before checksums (every row's JSON parsed instead). Best of --repeats, page cache
-warm (a first, cold read of the file costs the disk's time for its size in every case).
+"""What the store's integrity check costs at open (docs/studies.md, "Store integrity check").
+
+The whole check (`damage`: file, write-ahead log, `PRAGMA integrity_check`, schema, every row's
+checksum) and its parts, on a store of --jobs jobs (records shaped like a sweep's: copies of
+real run_job records of small jobs with job ids of their own, inserted in one transaction and
+sealed as a writer seals them), against what every opener already does in the same run:
+reading the job ids (a sweep's resume), and reading and parsing every record (report, export);
+and the check of the same store made before checksums (every row's JSON parsed instead). Best
+of --repeats, page cache warm (a first, cold read of the file costs the disk's time for its
+size in every case).
 
     python benchmarks/bench_store.py [--jobs 10000] [--repeats 5]
 """

@@ -1,15 +1,16 @@
-"""Minimax-tilting set-up against N (issue 14, part 4), every ratio measured within this one run.
+"""Minimax-tilting set-up against N, every ratio measured within this one run.
 
 Set-up = univariate reordering (harness.core.reorder.pivoted_cholesky, blocked, ~ (2/3) N^3 flops)
 + the saddle point ∇ψ = 0 (harness.core.saddle_point). For each N, on one-factor problems (or the
-2-D RBF orthant problem of issue 14 with --family rbf), one thread of BLAS:
+2-D RBF orthant problem with --family rbf: uniform points in the unit square), one thread
+of BLAS:
 
 - reorder:   CPU seconds of the reordered factor; potrf: a plain LAPACK Cholesky of R, for scale;
 - newton:    damped Newton with conjugate-gradient steps (the default): seconds, Newton steps,
              CG iterations, final max |∇ψ|;
 - cholesky:  the same Newton steps solved by forming I + BᵀWB and a LAPACK Cholesky (O(N³) per
              step), for N <= --cholesky-max: the measurement behind the default;
-- hybr:      the previous solver (MINPACK hybrj, dense 2(N-1) x 2(N-1) Jacobian), for
+- hybr:      the reference solver (MINPACK hybrj, dense 2(N-1) x 2(N-1) Jacobian), for
              N <= --hybr-max, with max |μ_newton - μ_hybr|;
 - estimate:  log Z error against the exact truth in reported standard errors at --points points
              (one-factor only), to show the saddle point is the right one at every N.

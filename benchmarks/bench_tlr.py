@@ -1,4 +1,4 @@
-"""The tile-low-rank Cholesky of sov-tlr at large N (issue 14), every ratio within this one run.
+"""The tile-low-rank Cholesky of sov-tlr at large N, every ratio within this one run.
 
 Each job runs in its own process (so the peak resident memory, VmHWM, is the job's):
   one-factor N = 4096, 8192, 16384 (and 32768, 65536 with --large), sov-tlr with
@@ -6,8 +6,8 @@ Each job runs in its own process (so the peak resident memory, VmHWM, is the job
   and wall, estimate CPU at --points QMC points, peak memory, log Z against the exact truth
   (one_factor_integral) in reported standard errors (Sobol' points; lattice points above
   N = 21201, where Sobol' direction numbers end);
-  one-factor N = 16384 on the dense path (dense R, LAPACK Cholesky, compression; the
-  issue's baseline), with the ratios;
+  one-factor N = 16384 on the dense path (dense R, LAPACK Cholesky, compression: the
+  baseline), with the ratios;
   with --rbf, a 2-D RBF orthant problem (uniform points in the unit square, alpha = 0.02,
   beta = 1, R = K + I, k-d tree order) at N = 16384 (no exact truth).
 

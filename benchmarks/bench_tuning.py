@@ -1,4 +1,4 @@
-"""Hyperparameter tuning on the scaled linear kernel (issue 9), against the exact optimum.
+"""Hyperparameter tuning on the scaled linear kernel, against the exact optimum.
 
 1. search: grid and explore-then-exploit over the scale of linear1d (K = scale x x^T,
    13 log-spaced points on [0.1, 100]) for each exact method: the CPU time to tune (sum of
