@@ -88,8 +88,30 @@ def run_one(problem: Problem, method: Method, budget: int, rng: np.random.Genera
             **identity: Any) -> dict[str, Any]:
     """The full record of one run: identity fields, results, timings and truth metrics.
 
-    With `limits` (CPU seconds, bytes) the job is stopped at them (harness.execution.isolated: in a
-    child process when there is a time limit); without, it runs as before."""
+    Parameters
+    ----------
+    problem : Problem
+        The problem, with its truth where it has one.
+    method : Method
+        The method instance, its settings set.
+    budget : int
+        The Monte Carlo budget.
+    rng : numpy.random.Generator
+        The run's random stream.
+    raise_errors : bool
+        Re-raise a method's exception instead of recording it (without `limits` only).
+    limits : Limits, optional
+        CPU seconds and bytes at which the job is stopped (harness.execution.isolated: in a
+        child process when there is a time limit); None: the job runs in this process.
+    **identity
+        Fields that name the run (sweep, job id, replicate, ...), copied into the record.
+
+    Returns
+    -------
+    dict
+        The plain record: identity, the method's results, timings, diagnostics, status and
+        the errors against the problem's truth.
+    """
     record = {**identity, **identity_fields(problem, method, budget)}
     if limits is not None and limits.active:
         record.update(run_limited(problem, method, budget, rng, limits))
