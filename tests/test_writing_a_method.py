@@ -1,8 +1,8 @@
 """docs/writing-a-method.md: its example method passes the generic checks, its debugging
 example prints what it says, its tables cover every class attribute and check; and a plugin
 package outside the repository, in a fresh virtual environment with the harness installed from
-this checkout, runs harness.plugins.checks.check_method from its own tests and `python -m harness
-check` (passing, and failing with a readable report when biased)."""
+this checkout, runs harness.plugins.check_suite.check_method from its own tests and
+`python -m harness check` (passing, and failing with a readable report when biased)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import pytest
 
 from harness.execution.timed import run_method
 from harness.model.method import Method
-from harness.plugins.checks import CHECKS, check_method
+from harness.plugins.check_suite import CHECKS, check_method
 from harness.plugins.specs import make_problem
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ prior-is = "prior_is:PriorIS"
 biased-prior-is = "biased_prior_is:PriorIS"
 """
 PLUGIN_TEST = """
-from harness.plugins.checks import check_method
+from harness.plugins.check_suite import check_method
 from {module} import PriorIS
 
 

@@ -9,7 +9,7 @@ from harness.cli.progress_bars import progress_bars
 
 
 def setup(p):
-    """Run the generic checks (harness.plugins.checks.check_method) on a method plugin."""
+    """Run the generic checks (harness.plugins.check_suite.check_method) on a method plugin."""
     p.description = setup.__doc__ + (
         " Exit 0 if every check passes or is skipped with a declared reason, 1 otherwise.")
     add_named(p, "method", "method name (see `list`), or path/to/file.py:ClassName")
@@ -21,7 +21,7 @@ def setup(p):
 
 
 def run(args) -> int:
-    from harness.plugins.checks import run_checks
+    from harness.plugins.check_suite import run_checks
     from harness.plugins.method_files import resolve_method
 
     method = named(args, "method")

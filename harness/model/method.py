@@ -35,7 +35,7 @@ class Method(ABC):
     summary: ClassVar[str] = ""
     budget_unit: ClassVar[str] = "samples"        # what the budget counts
     tags: ClassVar[Tags] = Tags()                 # what it can do (harness.model.tags)
-    checks: ClassVar[CheckSettings] = CheckSettings()   # how harness.plugins.checks runs it
+    checks: ClassVar[CheckSettings] = CheckSettings()   # how harness.plugins.check_suite runs it
     constraints: ClassVar[Mapping[str, Constraint]] = {}   # setting -> its allowed values
 
     # ---- settings -----------------------------------------------------------------------

@@ -46,7 +46,7 @@ class Tags:
 
 @dataclass(frozen=True)
 class CheckSettings:
-    """How the generic checks (harness.plugins.checks) run a method.
+    """How the generic checks (harness.plugins.check_suite) run a method.
 
     test_budget: the budget of the `accuracy` check (N = 200), in the method's budget units.
     smoke_budget: the budget of the quick checks (`determinism`, `output`, `split`; N = 30).

@@ -1,4 +1,4 @@
-"""harness.plugins.checks: each generic check fails on a planted bug with a message saying why,
+"""harness.plugins.check_suite: each generic check fails on a planted bug with a message saying why,
 skips only with a reason, and check_method's report is one readable AssertionError."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from harness.methods.sov import Sov
 from harness.model.method import Method
 from harness.model.result import Estimate
 from harness.model.tags import CheckSettings, Tags
-from harness.plugins.checks import (
+from harness.plugins.check_suite import (
     CHECKS,
     check_method,
     parametrize_with_checks,
@@ -187,8 +187,8 @@ def test_check_method_raises_one_readable_report():
         check_method(Shifted)
     text = str(info.value)
     lines = text.splitlines()
-    assert lines[0] == ("harness.plugins.checks checks of method 'shifted' (Shifted): 6 passed, "
-                        "2 failed, 0 skipped")
+    assert lines[0] == ("harness.plugins.check_suite checks of method 'shifted' (Shifted): "
+                        "6 passed, 2 failed, 0 skipped")
     assert any(line.startswith("  FAILED   accuracy") for line in lines)
     assert any(line.startswith("  passed   determinism") for line in lines)
 

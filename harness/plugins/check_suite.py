@@ -1,7 +1,7 @@
 """The generic checks every method plugin must pass, installed with the harness (in the spirit
 of scikit-learn's check_estimator and parametrize_with_checks).
 
-    from harness.plugins.checks import check_method, parametrize_with_checks
+    from harness.plugins.check_suite import check_method, parametrize_with_checks
 
     def test_my_method_passes_the_generic_checks():
         check_method(MyMethod)        # AssertionError with a readable report if a check fails
@@ -13,34 +13,31 @@ of scikit-learn's check_estimator and parametrize_with_checks).
 `python -m harness check NAME` runs the same checks on a registered method.
 
 The checks (CHECKS, in this order):
-- contract: the class attributes and settings (harness.plugins.contract), and
-  `cls()` builds with the defaults;
-- settings: from_settings({}) round trip, label() == name, settings are plain data, every
-  default given back as a string (`--set key=value`) gives the same settings, an unknown
-  setting is an InputError;
+- contract: the class attributes and settings (harness.plugins.contract); `cls()` builds;
+- settings: from_settings({}) round trip, label() == name, plain-data settings, every default
+  given back as a string (`--set key=value`) gives the same settings, an unknown setting is
+  an InputError;
 - bad_budgets: 0, -3, 2.5, True and "100" are InputErrors naming the budget;
 - determinism: the same seed gives the same answer whatever the global numpy and `random`
-  states (the RNG rule: use only the generator given); a stochastic method gives a different
-  answer for another seed, a deterministic one (tags.stochastic False) the same;
-- output: status ok at checks.smoke_budget on a 30-point GPC problem; log Z finite and < 0 (or
-  None when tags.estimates_log_z is False), its standard error finite and >= 0 or None, one test
-  probability in [0, 1] per test point (None when tags.predicts is False), diagnostics plain
-  data;
-- split: only for a method that splits (harness.model.splitting; one estimate split into parts,
-  issue 15): the budgets sum to the budget; parts are JSON-safe (json.dumps(allow_nan=False))
-  and combine to a valid Estimate, the same after a JSON round trip and when the parts run in
-  another order; one part alone combines to a valid Estimate;
-- closed_forms: N = 1, 2, 3 orthant probabilities against the arcsine formulas (docs/math.md §2);
-  mean of 6 runs within 5 standard errors (+ 0.02 nats, 0.1 for approximations);
+  states (use only the generator given); another seed gives another answer for a stochastic
+  method, the same for a deterministic one (tags.stochastic False);
+- output: status ok at checks.smoke_budget on a 30-point GPC problem; log Z finite and < 0
+  (None without tags.estimates_log_z), its SE finite and >= 0 or None, one test probability
+  in [0, 1] per test point (None without tags.predicts), plain-data diagnostics;
+- split: a method that splits only (harness.model.splitting): the part budgets sum to the
+  budget; parts are JSON-safe (json.dumps(allow_nan=False)) and combine to a valid Estimate,
+  the same after a JSON round trip and in another order; one part alone combines too;
+- closed_forms: N = 1, 2, 3 orthant probabilities against the arcsine formulas (docs/math.md
+  §2): the mean of 6 runs within 5 SEs (+ 0.02 nats, 0.1 for approximations);
 - accuracy: exact methods only, at checks.test_budget, against the exact oracles at N = 200
-  (one-factor orthant, docs/math.md §3a; linear-kernel GPC, §3b): the mean of 4 runs within 5
-  standard errors of that mean (+ 1e-3) for log Z; for the test probabilities the mean error within
-  3 mean SEs and every point within 6 SEs (+ 5e-3).
+  (one-factor orthant, docs/math.md §3a; linear-kernel GPC, §3b): log Z's mean of 4 runs
+  within 5 SEs of that mean (+ 1e-3); the test probabilities' mean error within 3 mean SEs and
+  every point within 6 SEs (+ 5e-3).
 
 Opting out is explicit: `checks = CheckSettings(skip={"accuracy": "why"})` on the class; the
-report prints the reason. Checks that do not apply (closed forms for a method without log Z or
-without orthant support; accuracy for an approximation) are skipped with the reason.
-quick=True runs only the checks on small problems (no closed forms, no accuracy).
+report prints the reason. Checks that do not apply (closed forms without log Z or orthant
+support; accuracy for an approximation) are skipped with the reason. quick=True runs only the
+checks on small problems (no closed forms, no accuracy).
 """
 
 from __future__ import annotations
@@ -107,8 +104,8 @@ class CheckReport:
 
     def __str__(self) -> str:
         counts = self.counts()
-        head = (f"harness.plugins.checks checks of method {self.method}: {counts[PASSED]} passed, "
-                f"{counts[FAILED]} failed, {counts[SKIPPED]} skipped")
+        head = (f"harness.plugins.check_suite checks of method {self.method}: "
+                f"{counts[PASSED]} passed, {counts[FAILED]} failed, {counts[SKIPPED]} skipped")
         no_answer = [r for r in self.failed if r.detail.startswith(RUN_FAILED)]
         if len(no_answer) > 1 and len(no_answer) == len(self.failed):
             head += ("\n  every run of the method failed, so the checks could compare nothing: "
