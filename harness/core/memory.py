@@ -8,8 +8,8 @@ the job's). It counts new resident pages: arrays above glibc's largest dynamic m
 (32 MiB) always are, while smaller ones may reuse memory the allocator already holds from
 earlier work and then add nothing; the large arrays are the ones whose growth with N and the
 budget the reports are about. Elsewhere (or when the reset is not permitted) tracemalloc
-measures the numpy/Python allocations instead; it slows small numpy-heavy runs several-fold (4x
-measured at N = 40 with 500 particles), which is why it is only the fallback.
+measures the numpy/Python allocations instead; it slows small numpy-heavy runs several-fold
+(docs/studies.md, "Small implementation choices"), which is why it is only the fallback.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Row copies for resampled particle arrays (numba: numpy's fancy indexing costs ~75 ns a row).
 
-Measured in the rejection–bootstrap walk at M = 3e4, N = 1000: the row copies and the
-history gather were half of the sampler's time with numpy fancy indexing.
+With fancy indexing the row copies dominated the rejection–bootstrap walk (docs/studies.md,
+"Small implementation choices").
 """
 
 from __future__ import annotations
