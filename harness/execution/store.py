@@ -14,7 +14,7 @@ Tables:
                                   -- reference values of problems without exact truth
                                      (harness.references.compute, `reference --store`)
   parts(job_id, part, record JSON, stored_at)  -- each finished part of a job split into parts
-                                  (harness.execution.split); the job's record once all are here
+                                  (harness.execution.parts); the job's record once all are here
 Every table above also has a last column `checksum` (see Integrity below).
 A record is the dict of harness.execution.runner.run_one plus the job's identity fields; a tuning
 job's record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's

@@ -3,7 +3,7 @@ per worker process), the method made from the job spec, warnings kept in the rec
 exception recorded (never lost), the job's hard limits (harness.model.limits): its time_limit
 and its memory_limit or else the Dask worker's own share of the machine.
 
-Sweep jobs (harness.sweep.execute.run_job), parts of a split estimate (harness.execution.split)
+Sweep jobs (harness.sweep.execute.run_job), parts of a split estimate (harness.execution.parts)
 and tuning jobs (harness.tuning.job) all run through `on_worker`.
 """
 

@@ -3,7 +3,7 @@
 `compute_reference` runs an estimator whose Ẑ is unbiased for Z (Method.unbiased_z: the SOV
 family, minimax tilting, rejection–bootstrap with the hard count; docs/math.md §5–7) in rounds of
 new independent parts (harness.model.splitting: split_budget, estimate_part, combine_parts).
-Part i's random stream is rng_for(harness.execution.split.part_key(key, i)), every part has
+Part i's random stream is rng_for(harness.execution.parts.part_key(key, i)), every part has
 the same budget, and after each round all parts so far are combined exactly
 (SplitsEstimates.combine_parts: Ẑ the budget-weighted mean of the parts' Ẑ, the ratio estimator's
 sums added before dividing, the SE from the spread of all independent randomisations). It stops when

@@ -9,7 +9,7 @@ that ran it, nor on the order, nor on the sweep's name or its other jobs. Two sw
 share a job share its id (and its stored result). A tuning job's key also holds "kind": "tune"
 and the tuning settings that determine its strategy's result
 (harness.sweep.tune.TuneSettings.key_part); an estimate job's key has no "kind". A job split
-into parts (the sweep's `parts`, for a method that can split: harness.execution.split) has
+into parts (the sweep's `parts`, for a method that can split: harness.execution.parts) has
 "parts" in its key (the number asked of SplitsEstimates.split_budget); with parts = 1, or a
 method that cannot split, the key has no "parts".
 """

@@ -31,7 +31,7 @@ Every key of a sweep file (see sweeps/quick.toml)::
 A method may also be given as an array of tables (`[[methods.NAME]]`), one grid each. Paths
 written in the file are relative to its folder; a problem file's spec (in its jobs' keys) is
 its absolute path. A method with `Tags(stochastic=False)` runs replicate 0 only. `parts` (an
-integer, or "auto": harness.execution.split.resolve_parts) splits the estimate of every job
+integer, or "auto": harness.execution.parts.resolve_parts) splits the estimate of every job
 whose method can split (SplitsEstimates) into independent parts, run as separate Dask tasks
 and each stored as it finishes, so a killed client or worker loses at most the parts in
 flight; the job's key then holds "parts" (parts = 1 leaves every key as it was).
