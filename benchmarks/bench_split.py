@@ -1,7 +1,7 @@
 """One `sov` estimate split into parts (harness.execution.parts) on a local cluster of 1, then 2
 workers.
 
-Issue 15's target: a ~60-second estimate runs >= 1.7x faster in wall time on 2 workers than on
+The target: a ~60-second estimate runs >= 1.7x faster in wall time on 2 workers than on
 1, with identical numbers. The wall time is that of harness.execution.parts.run_split (first
 submission to the last part, each worker's set-up included; the cluster's start-up is not), measured
 in the same run for both cluster sizes; the numbers (log Ẑ, its SE, every test probability and
