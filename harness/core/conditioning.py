@@ -48,8 +48,21 @@ class IllConditionedWarning(UserWarning):
 
 def condition_estimate(cov: np.ndarray | Covariance, chol: np.ndarray | None = None
                        ) -> tuple[float, str] | None:
-    """(estimate of cond(R), how it was obtained), or None for a representation without a
-    cheap estimate. `chol`: the lower Cholesky factor of a dense R, when already computed."""
+    """An estimate of cond(R), or an upper bound, at the cost the module doc gives.
+
+    Parameters
+    ----------
+    cov : ndarray or Covariance
+        R, dense or as a representation (harness.core.covariance).
+    chol : ndarray, optional
+        The lower Cholesky factor of a dense R, when already computed.
+
+    Returns
+    -------
+    (float, str) or None
+        The estimate and how it was obtained; None for a representation without a cheap
+        estimate.
+    """
     if isinstance(cov, DenseCovariance):
         cov = cov.R
     if isinstance(cov, np.ndarray):

@@ -144,7 +144,26 @@ def parse_parts(w: Where, raw: dict[str, Any], kind: str) -> int | str:
 
 # ---- the whole file ---------------------------------------------------------------------------
 def load_sweep(path: str | Path, *, build: bool = True) -> Sweep:
-    """Read, validate and expand a sweep file; any problem raises an InputError."""
+    """Read, validate and expand a sweep file (module doc).
+
+    Parameters
+    ----------
+    path : str or Path
+        The sweep file (TOML).
+    build : bool
+        Build every problem and check every job against it (False: check the file alone,
+        without building its problems).
+
+    Returns
+    -------
+    Sweep
+        The sweep, its problems and method instances expanded.
+
+    Raises
+    ------
+    InputError
+        For any problem in the file, naming the file, the key and the fix.
+    """
     path = Path(path)
     w = Where(str(path))
     try:
@@ -157,6 +176,8 @@ def load_sweep(path: str | Path, *, build: bool = True) -> Sweep:
 
 
 def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Sweep:
+    """`load_sweep` of a sweep file's text; `path` names it in errors and anchors its
+    relative paths ("<sweep>": the working directory)."""
     w = Where(path)
     try:
         raw = tomllib.loads(text)
