@@ -40,8 +40,8 @@ import argparse
 import numpy as np
 from scipy.special import logsumexp
 
+from harness.engine.randomisations import SovSums, sov_run
 from harness.methods.minimax_tilting import MinimaxTilting
-from harness.methods.sov import SovSums, sov_run
 from harness.plugins.specs import make_problem
 
 K_MAX = 40

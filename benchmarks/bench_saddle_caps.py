@@ -45,9 +45,9 @@ def main():
     reexec_without_coretype()
     warnings.simplefilter("ignore")
 
-    import harness.methods.minimax_tilting as mt
-    import harness.methods.tilted_walk as tw
+    import harness.engine.tilted_step as tw
     from harness.core.saddle_point import solve_saddle_point
+    from harness.methods.minimax_tilting import MinimaxTilting
     from harness.plugins.specs import make_problem
 
     for name, spec in PROBLEMS.items():
@@ -58,7 +58,7 @@ def main():
             tw.solve_saddle_point = lambda L, cap=cap: solve_saddle_point(L, max_iter=cap)
             z, k_hat, status = [], [], ""
             for seed in range(args.seeds):
-                est = mt.MinimaxTilting().estimate(problem, args.budget,
+                est = MinimaxTilting().estimate(problem, args.budget,
                                                    np.random.default_rng(seed))
                 d = est.diagnostics
                 z.append(np.nan if est.log_marginal_likelihood is None else

@@ -1,6 +1,7 @@
 """How many populations the sequential tilted walk needs (`sir` with proposal 'tilted', and
 `minimax-tilting` from N = 2,048): the measurement behind sir's `randomisations = 0`
-(methods.sir.Sir.randomisations_for, populations of about 200 particles) and docs/math.md §7b.
+(harness.engine.resampled_walk.Resampled.randomisations_for, populations of about 200
+particles) and docs/math.md §7b.
 
 The standard errors come from the spread of K independent populations, so z = (estimate -
 truth) / SE behaves at best like a Student t with K - 1 degrees of freedom (a test point beyond
@@ -76,7 +77,7 @@ def twisted(kind: str):
     """'block' (the method as it is) or 'linear': the first-order twist alone, without the
     Gaussian look-ahead over each block (docs/math.md §7b), by having the step ignore the
     walk's announcement of its blocks."""
-    from harness.methods.tilted_walk import TiltStep
+    from harness.engine.tilted_step import TiltStep
 
     if kind == "block":
         yield

@@ -10,8 +10,8 @@ m = N - 1 row ("dense"), which the Vecchia estimators equal to rounding (tests/m
     python benchmarks/bench_vecchia.py [--m 1,2,5,10,20,30,60] [--budget 4000] [--seeds 2]
     python benchmarks/bench_vecchia.py --large 262144 --budget 4000 --m 60   # tilting only
 
-Measured (shared 2-core machine, one BLAS thread): the table behind methods/vecchia.py's
-DEFAULT_M. --large 262144 --budget 4000 --m 60, with the sequential walk (docs/math.md §7a):
+Measured (shared 2-core machine, one BLAS thread): the table behind
+harness.engine.vecchia_factor.DEFAULT_M. --large 262144 --budget 4000 --m 60, with the sequential walk (docs/math.md §7a):
 exact truth 8.9 s; set-up 57 s CPU (ordering, neighbours, conditionals, saddle point),
 estimate 610 s CPU, wall 7:58 for the whole process, peak RSS 0.89 GB; log Ẑ 0.056 low
 (SE 0.053, ok), worst test probability 0.012 off. Botev's importance weights before it
@@ -82,7 +82,8 @@ def run(problem, method, budget: int, seeds: int, z, probs, ref_se) -> str:
 def table(specs, ms, budget: int, seeds: int) -> None:
     from harness.methods.minimax_tilting import MinimaxTilting
     from harness.methods.sov import Sov
-    from harness.methods.vecchia import VecchiaSov, VecchiaTilting
+    from harness.methods.vecchia_sov import VecchiaSov
+    from harness.methods.vecchia_tilting import VecchiaTilting
     from harness.plugins.specs import make_problem
 
     print(f"budget {budget} points, {seeds} seeds; err = mean(log Ẑ - truth), se = mean "
@@ -103,7 +104,7 @@ def table(specs, ms, budget: int, seeds: int) -> None:
 
 
 def large(n: int, budget: int, m: int) -> None:
-    from harness.methods.vecchia import VecchiaTilting
+    from harness.methods.vecchia_tilting import VecchiaTilting
     from harness.plugins.specs import make_problem
 
     t0 = time.process_time()

@@ -7,8 +7,8 @@ One transition (Murray, Adams & MacKay 2010) on p_τ(f) ∝ N(f; 0, K_j) exp(τ 
   towards 0 on the side of θ and draw θ uniformly in it.
 
 It leaves p_τ invariant for every τ ∈ [0, 1] (at τ = 0 the first proposal is always taken),
-so it serves both the posterior chain (τ = 1) and the AIS runs (methods/ais.py describes the
-schedule, the budget and the log Z estimate). Predictions average Φ(μ*(f_s)/sqrt(1 + σ*²))
+so it serves both the posterior chain (τ = 1) and the AIS runs (harness.engine.ais describes
+the schedule, the budget and the log Z estimate). Predictions average Φ(μ*(f_s)/sqrt(1 + σ*²))
 over the kept samples (harness/model/latent.py).
 
 Implementation: the chains live in signed coordinates g = y ⊙ f (ℓ = Σ log Φ(g_i)); the prior
@@ -31,8 +31,9 @@ import math
 import numpy as np
 from numba import njit
 
-from harness.methods.ais import AnnealedSampler, Kernel
+from harness.engine.ais import AnnealedMethod, Kernel
 from harness.model.latent import GPML_JITTER, LatentPrior, log_ndtr
+from harness.model.method import Method
 from harness.model.problem import Problem
 
 TWO_PI = 2.0 * math.pi
@@ -107,7 +108,7 @@ class ESSKernel(Kernel):
                 "likelihood_evaluations_per_transition_ais": float(per[1:].mean())}
 
 
-class EllipticalSlice(AnnealedSampler):
+class EllipticalSlice(AnnealedMethod, Method):
     """Elliptical slice sampling (posterior chain) and AIS with ESS transitions (log Z)."""
 
     name = "ess"

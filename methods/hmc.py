@@ -38,10 +38,12 @@ import numpy as np
 from numba import njit
 from scipy.special import log_ndtr as sp_log_ndtr
 
-from harness.methods.ais import AnnealedSampler, Kernel
+from harness.engine.ais import CONSTRAINTS as ANNEALING
+from harness.engine.ais import AnnealedMethod, Kernel
 from harness.model.constraints import Integer, Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import GPML_JITTER, LatentPrior, inv_mills, log_ndtr
+from harness.model.method import Method
 from harness.model.problem import Problem
 
 
@@ -383,7 +385,7 @@ class GPMLHMCKernel(Kernel):
                 "acceptance_rate_ais": float(rate[1:].mean())}
 
 
-class HamiltonianMC(AnnealedSampler):
+class HamiltonianMC(AnnealedMethod, Method):
     """HMC on the whitened latent (posterior chain) and AIS with HMC transitions (log Z)."""
 
     name = "hmc"
@@ -391,8 +393,8 @@ class HamiltonianMC(AnnealedSampler):
     # (= temperatures) the annealing is too coarse (σ² of the increments 0.2-1.5), at 60 0.3;
     # the smoke checks at N = 30: σ² 0.21-1.26 at 20 samples (seeds 0-5: seeds 0 and 4 over
     # 1, so flagged), 0.20-0.57 at 40
-    checks = replace(AnnealedSampler.checks, test_budget=60, smoke_budget=40)
-    constraints = {**AnnealedSampler.constraints,
+    checks = replace(AnnealedMethod.checks, test_budget=60, smoke_budget=40)
+    constraints = {**ANNEALING,
                    "leapfrog_steps": Integer(minimum=1),
                    "target_accept": Number(low=0, high=1, low_open=True, high_open=True,
                                            says="must be between 0 and 1")}

@@ -1,70 +1,43 @@
-"""Tile-low-rank separation of variables (Cao, Genton, Keyes & Turkiyyah 2021; docs/math.md §6).
+"""Tile-low-rank separation of variables, "sov-tlr" (Cao, Genton, Keyes & Turkiyyah 2021;
+docs/math.md §6).
 
-The same estimator as `sov` (harness.methods.sov: log-space weights, randomised QMC, ratio
-estimator), walking a tile-low-rank representation of the Cholesky factor instead of the dense
-one. The variables are cut into tiles of b ~ sqrt(N) consecutive variables; the diagonal tiles
-L_ii stay dense and every off-diagonal tile is compressed by a truncated QR with column
-pivoting, L_ij ~ U_ij V_ij^T with the smallest rank k_ij whose Frobenius error is at most
-tolerance * sqrt(max R_ii).
-The test variables are appended as further tile rows: their Cholesky rows (L^{-1} B)^T are
-compressed the same way, so a prediction also costs O(k) per tile instead of O(N).
+`sov`'s estimator (the SOV step, the importance walk over randomised QMC, the ratio estimator)
+on the tile-low-rank factor (harness.engine.tlr_factor): tiles of b ~ sqrt(N) variables, dense
+diagonal tiles, off-diagonal tiles compressed to `tolerance`; the test variables appended as
+further tile rows. O(N^{3/2}) a particle for small ranks, against N² for the dense walk.
 
-The walk (harness.core.tlr_ops.TileLowRankWalk: the shared CholeskyWalk with its hooks
-overridden) costs ~ 2 k N^2 / b + N b flops per sample with ranks k: O(N^{3/2}) for b ~ sqrt(N)
-and k = O(1), against N^2 for the dense walk.
-
-Ordering (harness.core.reorder): as given ('none'); 'kdtree', the training inputs in k-d tree order
-so that every tile is spatially compact (the geometric ordering tile-low-rank methods need: on 2-D
-RBF problems it cuts the mean tile rank at N = 4000, b = 63, tolerance 1e-8 from ~50-62 to
-~13-15; classification problems only); or 'block', the block reordering of Cao et al. 2021
-(tiles placed by smallest crude probability, univariate order inside each tile).
-
-Factorisation (setting `factorisation`, shared with minimax-tilting and sir:
-harness.methods.tlr_path): 'tlr' builds the factor with the tile-low-rank Cholesky of
-harness.core.tlr straight from problem.cov, never an N x N array; 'dense' computes the dense
-factor (LAPACK, or the reordering's blocked Cholesky, N^3/3 flops, 8 N^2 bytes) and compresses it
-tile by tile; 'auto' (default) is 'dense' below TLR_CROSSOVER variables and 'tlr' from there on.
-The tolerance has the same meaning in
-both (per tile, tolerance * sqrt(max R_ii) from cov.diag()); the tlr factor's tiles are within
-that of the exact factor of a perturbed covariance (harness.core.tlr), not of the exact factor.
+Settings: `reorder` ('none', 'kdtree': training inputs in k-d tree order, the geometric order
+tile-low-rank methods need; 'block': Cao et al.'s block reordering), `tile_size` (0: ~sqrt(N)),
+`tolerance`, `factorisation` ('tlr': the tile-low-rank Cholesky straight from the covariance,
+never an N x N array; 'dense': the dense factor compressed tile by tile; 'auto': 'dense' below
+2,048 variables), and `sov`'s `points`, `randomisations`, `chunk_mb`. Ẑ is unbiased for the
+compressed factor's Z, not for Z itself.
 """
 
 from __future__ import annotations
 
 from harness.core.tlr import TLR_REORDERINGS
-from harness.core.tlr_ops import TileLowRankWalk
-from harness.methods.sov import Sov
-from harness.methods.tlr_path import (
-    ASSUMED_RANK,
-    TLR_CONSTRAINTS,
-    TLR_CROSSOVER,
-    TileLowRankPath,
-    tlr_memory,
-)
+from harness.engine.importance_walk import Importance
+from harness.engine.orthant_method import OrthantMethod
+from harness.engine.sampler import OrthantSampler
+from harness.engine.settings import CHUNK_MB, POINTS, RANDOMISATIONS
+from harness.engine.sov_step import SovProposal
+from harness.engine.tlr_factor import TLR_CONSTRAINTS, TileLowRank, tile_for, uses_tlr
 from harness.model.constraints import OneOf
+from harness.model.method import Method
 from harness.model.tags import Tags
 
-__all__ = ["ASSUMED_RANK", "TLR_CROSSOVER", "SovTlr", "TileLowRankWalk", "tlr_memory"]
 
-
-class SovTlr(TileLowRankPath, Sov):
+class SovTlr(OrthantMethod, Method):
     """Tile-low-rank SOV (Cao et al. 2021): `sov` with an O(N^{3/2})-per-sample walk."""
 
     name = "sov-tlr"
     summary = ("tile-low-rank separation of variables (Cao et al. 2021): tiles ~ sqrt(N), "
                "QR-compressed off-diagonal tiles, optional block reordering; ratio estimator")
+    budget_unit = "qmc points"
     tags = Tags()   # Ẑ is unbiased for the compressed factor's Z, not for Z itself
-    constraints = {
-        "points": Sov.constraints["points"],
-        "randomisations": Sov.constraints["randomisations"],
-        "reorder": OneOf(*TLR_REORDERINGS),
-        "tile_size": TLR_CONSTRAINTS["tile_size"],
-        "tolerance": TLR_CONSTRAINTS["tolerance"],
-        "factorisation": TLR_CONSTRAINTS["factorisation"],
-        "chunk_mb": Sov.constraints["chunk_mb"],
-    }
-    compress_dense = True
-    dense_alternative = "the dense method sov"
+    constraints = {"points": POINTS, "randomisations": RANDOMISATIONS,
+                   "reorder": OneOf(*TLR_REORDERINGS), **TLR_CONSTRAINTS, "chunk_mb": CHUNK_MB}
 
     def __init__(self, points: str = "sobol", randomisations: int = 10, reorder: str = "none",
                  tile_size: int = 0, tolerance: float = 1e-8, factorisation: str = "auto",
@@ -76,4 +49,12 @@ class SovTlr(TileLowRankPath, Sov):
         self.tolerance = tolerance
         self.factorisation = factorisation
         self.chunk_mb = chunk_mb
-        self.block_size = 0   # the tile size is the block size; not a setting here
+
+    def sampler(self, n_train: int) -> OrthantSampler:
+        """The tile-low-rank factor (built by its Cholesky or compressed), the SOV step, the
+        importance walk."""
+        factor = TileLowRank(self.reorder, tile_for(self.tile_size, n_train), self.tolerance,
+                             uses_tlr(self.factorisation, n_train), self.name, self.label(),
+                             "the dense method sov")
+        return OrthantSampler(factor, SovProposal(), Importance(self.points, self.randomisations),
+                              self.name, self.chunk_mb)

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("harness.core",)),
     ("model", ("harness.model",)),
+    ("engine", ("harness.engine",)),
     ("plugins", ("harness.plugins", "harness.methods", "harness.datasets")),
     ("execution", ("harness.execution",)),
     ("references", ("harness.references",)),

@@ -83,7 +83,7 @@ def _own_attributes(cls: type):
     """(class, attribute, value) of what the plugin's own classes define (the harness's base
     classes and mixins left out)."""
     for klass in cls.__mro__:
-        if klass.__module__.startswith("harness.model.") or klass is object:
+        if klass.__module__.startswith(("harness.model.", "harness.engine.")) or klass is object:
             continue
         for attr, value in vars(klass).items():
             yield klass, attr, value

@@ -43,8 +43,8 @@ _BUILTIN_METHODS = {
     "sir": "harness.methods.sir:Sir",
     "vb-meanfield": "harness.methods.vb_meanfield:VbMeanfield",
     "minimax-tilting": "harness.methods.minimax_tilting:MinimaxTilting",
-    "vecchia-sov": "harness.methods.vecchia:VecchiaSov",
-    "vecchia-tilting": "harness.methods.vecchia:VecchiaTilting",
+    "vecchia-sov": "harness.methods.vecchia_sov:VecchiaSov",
+    "vecchia-tilting": "harness.methods.vecchia_tilting:VecchiaTilting",
 }
 _BUILTIN_PROBLEMS = {
     "onefactor": "harness.datasets.onefactor:FAMILY",

@@ -13,7 +13,7 @@ from harness.datasets.linear1d import FAMILY as LINEAR1D
 from harness.datasets.linear1d import linear1d
 from harness.datasets.markov1d import markov1d
 from harness.datasets.onefactor import onefactor
-from harness.methods.ais import IncrementVariance, combine_ais, temperature_schedule
+from harness.engine.ais import IncrementVariance, combine_ais, temperature_schedule
 from harness.methods.ess import EllipticalSlice
 from harness.methods.hmc import HamiltonianMC
 from harness.model.latent import (

@@ -40,7 +40,8 @@ def test_analytic_jacobian_matches_finite_differences():
 def test_saddle_point_solves_the_system():
     problem = linear1d(n_train=50, n_test=4, seed=3)
     method = MinimaxTilting()
-    mu, twist, info = method.shifts(problem)
+    sampler = method.sampler(problem.n_train)
+    mu, twist, info = sampler.step.shifts(problem, sampler.factor)
     assert info["saddle_residual"] < 1e-8 and info["saddle_converged"] == 1
     assert mu[-1] == 0.0 and np.any(mu != 0.0)
     for part in (twist.slope, twist.site_precision):   # P and π at the saddle point
@@ -58,7 +59,7 @@ def test_twist_sites_are_finite_in_both_tails():
     """Far in the left tail the constraint is sharp (π grows like s², capped at
     SITE_PRECISION_CAP) and far in the right it is idle (π underflows to 0); ν stays finite
     and the matched variance 1 / (1 + π) is the truncated normal's."""
-    from harness.methods.tilted_walk import SITE_PRECISION_CAP, Twist
+    from harness.engine.tilted_step import SITE_PRECISION_CAP, Twist
 
     s = np.array([-1e4, -60.0, -8.0, -1.0, 0.0, 1.0, 8.0, 40.0])
     tw = Twist.at(s, np.zeros_like(s))
@@ -74,7 +75,7 @@ def test_twist_sites_are_finite_in_both_tails():
 
 
 def test_an_unconverged_saddle_point_still_estimates_and_says_so(monkeypatch):
-    import harness.methods.tilted_walk as tw
+    import harness.engine.tilted_step as tw
     from harness.core.saddle_point import solve_saddle_point
 
     monkeypatch.setattr(tw, "solve_saddle_point", lambda L: solve_saddle_point(L, max_iter=1))
@@ -90,7 +91,7 @@ def test_an_unconverged_saddle_point_still_estimates_and_says_so(monkeypatch):
 def test_a_far_unconverged_saddle_point_on_a_nearly_singular_problem_is_unreliable(monkeypatch):
     """Two Newton steps on |d_i| = 1 - 1e-9 leave λ² = 3.7: log Ẑ 1.5-4.8 SE low over seeds
     (benchmarks/bench_saddle_caps.py), flagged by the decrement (harness.model.reliability)."""
-    import harness.methods.tilted_walk as tw
+    import harness.engine.tilted_step as tw
     from harness.core.saddle_point import solve_saddle_point
 
     monkeypatch.setattr(tw, "solve_saddle_point", lambda L: solve_saddle_point(L, max_iter=2))
@@ -193,7 +194,7 @@ def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which, errors_ag
     assert tilt_mae <= rb_mae + 1e-4
 
 
-# ---- the tile-low-rank path (harness.methods.tlr_path) ----------------------------------------
+# ---- the tile-low-rank path (harness.engine.tlr_factor) ---------------------------------------
 @pytest.mark.filterwarnings("ignore::harness.core.tlr.NotLowRankWarning")   # order none
 def test_tlr_path_is_the_dense_path_at_tolerance_zero():
     """Exact tiles, the same ordering and points: the same saddle point and estimate."""
@@ -250,9 +251,12 @@ def test_auto_walk_resamples_from_the_tlr_crossover():
     from harness.methods.sir import Sir
 
     method = MinimaxTilting()
-    assert not method.sequential(2047) and method.sequential(2048)
-    assert not MinimaxTilting(walk="importance").sequential(10**6)
-    assert MinimaxTilting(walk="sequential").sequential(3)
+    def sequential(m, n):
+        return m.sampler(n).diagnostics["walk"] == "sequential"
+
+    assert not sequential(method, 2047) and sequential(method, 2048)
+    assert not sequential(MinimaxTilting(walk="importance"), 10**6)
+    assert sequential(MinimaxTilting(walk="sequential"), 3)
     problem = make_problem("markov1d:n_train=2048,n_test=10,rho=0.9,seed=2")
     a = method.estimate(problem, 400, np.random.default_rng(5))
     b = Sir(proposal="tilted").estimate(problem, 400, np.random.default_rng(5))

@@ -8,8 +8,9 @@ import pytest
 from harness.core.errors import InputError
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
+from harness.engine.resampled_walk import resample_indices
 from harness.methods.rejection_bootstrap import RejectionBootstrap
-from harness.methods.sir import Sir, resample_indices
+from harness.methods.sir import Sir
 from harness.methods.sov import Sov
 from harness.plugins.specs import make_problem
 
@@ -68,9 +69,10 @@ def test_resample_indices_follow_the_weights(how):
 
 def test_populations_are_about_200_particles_by_default():
     """randomisations = 0 (the default): budget // 200 populations, between 10 and 40."""
-    assert [Sir().randomisations_for(b) for b in (100, 2000, 4000, 6100, 8000, 10**5)] \
+    assert [Sir().sampler(1).walk.randomisations_for(b)
+            for b in (100, 2000, 4000, 6100, 8000, 10**5)] \
         == [10, 10, 20, 30, 40, 40]
-    assert Sir(randomisations=7).randomisations_for(4000) == 7
+    assert Sir(randomisations=7).sampler(1).walk.randomisations_for(4000) == 7
     est = Sir().estimate(linear1d(n_train=30, n_test=2, seed=1), 4000, np.random.default_rng(0))
     assert est.diagnostics["randomisations"] == 20
 
@@ -94,7 +96,7 @@ def test_at_least_as_accurate_as_soft_bootstrap_at_equal_budget(which, errors_ag
     assert sir_mae <= rb_mae + 1e-4
 
 
-# ---- the tile-low-rank path (harness.methods.tlr_path) ----------------------------------------
+# ---- the tile-low-rank path (harness.engine.tlr_factor) ---------------------------------------
 @pytest.mark.filterwarnings("ignore::harness.core.tlr.NotLowRankWarning")   # order none
 def test_tlr_walk_with_resampling_is_the_dense_walk():
     """Exact tiles, the same rng: the same resamplings, so the projections H were permuted with
@@ -131,9 +133,10 @@ def test_populations_that_disagree_are_unreliable_from_100_particles_each():
     particles a population), so it waits. Healthy spreads on easy problems are 0.02-0.55."""
     d = {"randomisations": 10, "log_z_randomisation_sd": 1.62, "ess": 541.0,
          "top_randomisation_share": 0.38}
-    assert "randomisations spread" in Sir().unreliable_reason(d, 10_000)
-    assert Sir().unreliable_reason(d, 999) == ""          # 99 particles a population
-    assert Sir().unreliable_reason({**d, "log_z_randomisation_sd": 0.55}, 10_000) == ""
+    rules = Sir().sampler(1)
+    assert "randomisations spread" in rules.unreliable_reason(d, 10_000)
+    assert rules.unreliable_reason(d, 999) == ""          # 99 particles a population
+    assert rules.unreliable_reason({**d, "log_z_randomisation_sd": 0.55}, 10_000) == ""
 
 
 # ---- the tilted proposal with twisted weights (proposal = 'tilted', docs/math.md §7b) --------
@@ -142,7 +145,7 @@ def test_twisted_weights_multiply_to_botevs_weight_over_a_path():
     variable by variable but not over a whole path, because μ_k = Σ_{j>k} L̃_jk P_j at the saddle
     point: same draws, same total log weight."""
     from harness.core.saddle_point import solve_saddle_point
-    from harness.methods.tilted_walk import TiltStep, Twist
+    from harness.engine.tilted_step import TiltStep, Twist
 
     R = onefactor(n=12, seed=3, dmin=-0.9, dmax=0.9).R
     L = np.linalg.cholesky(R)
@@ -176,7 +179,7 @@ def test_block_twist_weights_integrate_to_the_orthant_probability_at_n3(block):
     from harness.core.oracles import orthant_closed_form
     from harness.core.saddle_point import solve_saddle_point
     from harness.core.sequential import CholeskyWalk
-    from harness.methods.tilted_walk import TiltStep, Twist
+    from harness.engine.tilted_step import TiltStep, Twist
 
     R = onefactor(n=3, seed=5, dmin=-0.9, dmax=0.9).R
     L = np.linalg.cholesky(R)
@@ -204,7 +207,7 @@ def test_block_twist_keeps_more_lineages_on_a_short_range_problem(monkeypatch):
     look-ahead over each block leaves at least 3 times the first-variable lineages the
     first-order twist alone leaves (measured: 2,000 of 2,000 in every seed, i.e. no
     resampling, against 466-485), and both are right."""
-    from harness.methods.tilted_walk import TiltStep
+    from harness.engine.tilted_step import TiltStep
 
     problem = make_problem("markov1d:n_train=2048,rho=0.9,n_test=10,seed=4")
     truth = problem.truth

@@ -13,7 +13,7 @@ from harness.core.metrics import mae, mape_percent
 from harness.datasets.gauss2class import gauss2class
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.methods import sov as sov_module
+from harness.engine import dense_factor, sov_step
 from harness.methods.sov import Sov
 from harness.model.problem import Problem
 from harness.plugins.specs import make_problem
@@ -44,16 +44,14 @@ def test_an_estimate_above_one_fails_with_its_reason(monkeypatch):
     """Ẑ > 1 is unbiased-possible (tilting's weights are not bounded by 1 away from the saddle
     point: log Ẑ = 1.3e8 was seen with the solver capped at 0 steps) but no probability: status
     failed with the reason, not an AssertionError from the output contract."""
-    from harness.methods import sov as sov_module
-
-    class Inflated(sov_module.SovStep):
+    class Inflated(sov_step.SovStep):
         def __call__(self, j, t):
             z, r = super().__call__(j, t)
             if j == 0:
                 self.logw += 900.0
             return z, r
 
-    monkeypatch.setattr(sov_module, "SovStep", Inflated)
+    monkeypatch.setattr(sov_step, "SovStep", Inflated)
     est = _est(linear1d(n_train=30, n_test=2, seed=1), 200, 0)
     assert est.status == "failed" and "> 0 is not a log-probability" in est.reason
 
@@ -115,7 +113,7 @@ def test_qmc_answer_does_not_depend_on_chunking_or_block_size(points):
 
 def test_ratio_estimates_against_the_oracle_within_their_error():
     problem = linear1d(n_train=150, n_test=25, seed=7)
-    run = Sov().run(problem, 5000, np.random.default_rng(3))
+    run = Sov().sampler(problem.n_train).run(problem, 5000, np.random.default_rng(3))
     err = np.abs(run.test - problem.truth.test_probabilities)
     assert np.all(err <= 5 * run.test_se + 1e-4), (err / run.test_se).max()
     assert np.mean(err) <= 2 * np.mean(run.test_se)
@@ -126,7 +124,7 @@ def test_estimate_carries_the_per_point_standard_errors():
     linear-kernel oracle are within it; a single randomisation has none."""
     problem = linear1d(n_train=150, n_test=25, seed=7)
     est = _est(problem, 5000, 3)
-    run = Sov().run(problem, 5000, np.random.default_rng(3))
+    run = Sov().sampler(problem.n_train).run(problem, 5000, np.random.default_rng(3))
     np.testing.assert_array_equal(est.test_probabilities_se, run.test_se)
     err = np.abs(est.test_probabilities - problem.truth.test_probabilities)
     assert np.all(err <= 5 * est.test_probabilities_se + 1e-4)
@@ -163,7 +161,8 @@ def test_standard_error_is_calibrated_when_the_weights_are_degenerate():
     X = np.random.default_rng(0).uniform(size=(256, 2))
     R = RBF(alpha=0.02)(X, X) + np.eye(256)
     problem = Problem.orthant("rbf-orthant", R)
-    runs = [Sov().run(problem, 1000, np.random.default_rng(s)) for s in range(30)]
+    sampler = Sov().sampler(problem.n_train)
+    runs = [sampler.run(problem, 1000, np.random.default_rng(s)) for s in range(30)]
     lz = np.array([r.log_z for r in runs])
     assert np.mean([r.top_share > 0.5 for r in runs]) > 0.3   # the regime this test is about
     assert 0.6 < lz.std(ddof=1) / np.mean([r.log_z_se for r in runs]) < 1.6
@@ -183,20 +182,20 @@ def test_failed_factorisation_is_a_failed_estimate(monkeypatch):
     def broken(problem, kind, tile=None):
         raise np.linalg.LinAlgError("pivot -1e-17 at step 12")
 
-    monkeypatch.setattr(sov_module, "ordered_problem", broken)
+    monkeypatch.setattr(dense_factor, "ordered_problem", broken)
     est = Sov().estimate(onefactor(n=20, seed=1), 100, np.random.default_rng(0))
     assert est.status == "failed" and "factorisation" in est.reason
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_non_finite_weights_are_a_failed_estimate(monkeypatch):
-    class NanStep(sov_module.SovStep):
+    class NanStep(sov_step.SovStep):
         def __call__(self, j, t):
             z, r = super().__call__(j, t)
             self.logw[:] = np.nan
             return z, r
 
-    monkeypatch.setattr(sov_module, "SovStep", NanStep)
+    monkeypatch.setattr(sov_step, "SovStep", NanStep)
     est = Sov().estimate(onefactor(n=20, seed=1), 100, np.random.default_rng(0))
     assert est.status == "failed" and "weights" in est.reason
 

@@ -8,11 +8,13 @@ import pytest
 from harness.core.errors import InputError
 from harness.core.qmc import PointSet
 from harness.core.sequential import CholeskyWalk
+from harness.core.tlr_ops import TileLowRankWalk
 from harness.datasets.gauss2class import gauss2class
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.methods.sov import Sov, SovStep
-from harness.methods.sov_tlr import SovTlr, TileLowRankWalk
+from harness.engine.sov_step import SovStep
+from harness.methods.sov import Sov
+from harness.methods.sov_tlr import SovTlr
 from harness.model.ordered import ordered_problem
 
 
@@ -45,7 +47,8 @@ def _dense_from_tiles(f):
 def test_tiles_rebuild_the_factor(tolerance, reorder):
     """Every tile within tolerance * sqrt(max R_ii) (Frobenius) of the dense factor's."""
     problem = gauss2class(n_train=203, n_test=37, d=2, alpha=2.0)   # tiles do not divide N
-    f = SovTlr(tolerance=tolerance, tile_size=16, reorder=reorder).tlr_factor(problem)
+    f = SovTlr(tolerance=tolerance, tile_size=16, reorder=reorder).sampler(
+        problem.n_train).factor.tiles(problem)
     op = ordered_problem(problem, reorder, 16)
     L, W = _dense_from_tiles(f)
     bound = tolerance * np.sqrt(problem.R.diagonal().max()) + 1e-12
@@ -56,7 +59,8 @@ def test_tiles_rebuild_the_factor(tolerance, reorder):
 
 
 def test_onefactor_tiles_have_rank_one():
-    f = SovTlr().tlr_factor(onefactor(n=400, seed=1))
+    problem = onefactor(n=400, seed=1)
+    f = SovTlr().sampler(problem.n_train).factor.tiles(problem)
     assert f.tile == 20 and set(np.unique(f.ranks).tolist()) == {1}
 
 
@@ -76,7 +80,7 @@ def test_same_points_give_the_dense_answer(problem):
 
 def test_walk_matches_the_dense_walk_draw_by_draw():
     problem = gauss2class(n_train=90, n_test=0, d=2)
-    f = SovTlr(tolerance=0.0, tile_size=13).tlr_factor(problem)
+    f = SovTlr(tolerance=0.0, tile_size=13).sampler(problem.n_train).factor.tiles(problem)
     E, _ = PointSet("sobol", 90, [64], np.random.default_rng(0)).log_complement(0, 64)
     s1, s2 = SovStep(E.copy()), SovStep(E.copy())
     z1 = CholeskyWalk(problem.chol, 13).run(64, s1).Z
@@ -155,10 +159,11 @@ def test_tlr_factorisation_against_the_oracle():
 
 
 def test_auto_is_dense_at_small_n():
-    from harness.methods.sov_tlr import TLR_CROSSOVER
+    from harness.engine.tlr_factor import TLR_CROSSOVER
 
     method = SovTlr()
-    assert not method.uses_tlr(TLR_CROSSOVER - 1) and method.uses_tlr(TLR_CROSSOVER)
+    assert not method.sampler(TLR_CROSSOVER - 1).factor.tlr
+    assert method.sampler(TLR_CROSSOVER).factor.tlr
     est = method.estimate(onefactor(n=100, seed=0), 200, np.random.default_rng(0))
     assert est.diagnostics["factorisation"] == "dense"
 

@@ -21,7 +21,7 @@ from harness.core.qmc import split_budget as qmc_split
 from harness.core.seeding import rng_for
 from harness.datasets.linear1d import linear1d
 from harness.datasets.onefactor import onefactor
-from harness.execution.split import part_budgets
+from harness.execution.parts import part_budgets
 from harness.model.splitting import splits
 from harness.plugins.registry import get_method, methods
 from harness.plugins.specs import make_problem
@@ -95,8 +95,8 @@ def test_the_combined_estimate_does_not_depend_on_the_order_or_json(name, settin
 def _group(method, budget):
     """Independent pieces per part at this part budget: SOV randomisations (0: chosen by the
     budget), rejection-bootstrap populations."""
-    if hasattr(method, "randomisations_for"):
-        return method.randomisations_for(budget)
+    if hasattr(method, "sampler"):
+        return method.sampler(1).walk.randomisations_for(budget)
     return method.populations
 
 
@@ -259,24 +259,24 @@ def test_pareto_k_of_a_split_estimate_is_that_of_all_its_weights(name, monkeypat
     (harness.core.tails). Exact whenever no part holds more of the global top than it
     shipped (here: 4 exchangeable parts)."""
     from harness.core.tails import pareto_k
+    from harness.engine.importance_walk import Importance
+    from harness.engine.resampled_walk import Resampled
 
     seen = []
-    cls = type(get_method(name)())
-    original = cls.make_step
+    for walk in (Importance, Resampled):   # record each chunk's final weights
+        def recording(self, step, rows, rng, original=walk.wrap):
+            stepped = original(self, step, rows, rng)
+            final = stepped.log_weights
 
-    def recording(self, E, rows, rng):
-        step = original(self, E, rows, rng)
-        final = step.log_weights
+            def log_weights():
+                lw = final()
+                seen.append(lw.copy())
+                return lw
 
-        def log_weights():
-            lw = final()
-            seen.append(lw.copy())
-            return lw
+            stepped.log_weights = log_weights
+            return stepped
 
-        step.log_weights = log_weights
-        return step
-
-    monkeypatch.setattr(cls, "make_step", recording)
+        monkeypatch.setattr(walk, "wrap", recording)
     problem = make_problem("markov1d:n_train=60,rho=0.9,n_test=4,seed=3")
     method = get_method(name)()
     parts = _parts(method, problem, 2000, 4)

@@ -118,16 +118,16 @@ def test_quick_sweep_problems_stay_ok(name):
 def test_a_planted_degenerate_weight_is_caught(monkeypatch):
     """One sample given all the weight on an easy problem makes sov unreliable: the check
     reads the run's real diagnostics (not the problem)."""
-    from harness.methods import sov as sov_module
+    from harness.engine import sov_step
 
-    class OneHeavy(sov_module.SovStep):
+    class OneHeavy(sov_step.SovStep):
         def __call__(self, j, t):
             z, r = super().__call__(j, t)
             if j == 0:
                 self.logw[1:] -= 800.0   # sample 0 holds all of Ẑ
             return z, r
 
-    monkeypatch.setattr(sov_module, "SovStep", OneHeavy)
+    monkeypatch.setattr(sov_step, "SovStep", OneHeavy)
     est = _estimate("sov", as_problem("onefactor:n=100"))
     assert est.status == "unreliable" and "weights degenerate" in est.reason
     assert "randomisations degenerate" in est.reason

@@ -12,7 +12,8 @@ from harness.core.oracles import orthant_closed_form
 from harness.methods.minimax_tilting import MinimaxTilting
 from harness.methods.sir import Sir
 from harness.methods.sov import Sov
-from harness.methods.vecchia import VecchiaSov, VecchiaTilting
+from harness.methods.vecchia_sov import VecchiaSov
+from harness.methods.vecchia_tilting import VecchiaTilting
 from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -100,8 +101,8 @@ def test_edge_cases_fail_or_succeed_cleanly(monkeypatch):
     def singular(*args):
         raise np.linalg.LinAlgError("Singular matrix")
 
-    import harness.methods.vecchia as mv
-    monkeypatch.setattr(mv, "conditionals", singular)
+    import harness.engine.vecchia_factor as vf
+    monkeypatch.setattr(vf, "conditionals", singular)
     est = VecchiaSov().estimate(make_problem("onefactor:n=5"), 100, np.random.default_rng(0))
     assert est.status == "failed" and "Vecchia conditionals" in est.reason
 

@@ -1,61 +1,39 @@
-"""Annealed importance sampling and the posterior chain, shared by `ess` and `hmc` (docs/math.md
-§9).
+"""Annealed importance sampling and the posterior chain of the MCMC methods (docs/math.md §9).
 
-Both samplers run, as the GPML toolbox's `infMCMC` (v4.2) does, one posterior chain and
-`ais_runs` independent AIS runs, with the same transition kernel (elliptical slice or HMC)
-on the tempered targets
+As GPML's `infMCMC` (v4.2), a method runs one posterior chain and `ais_runs` independent AIS
+runs with the same transition kernel (its "move": elliptical slice, HMC) on the tempered
+targets p_τ(f) ∝ N(f; 0, K_j) exp(τ ℓ(f)), ℓ(f) = Σ_i log Φ(y_i f_i), K_j = K + jitter.
+The budget is the number of kept posterior samples S:
 
-    p_τ(f) ∝ N(f; 0, K_j) exp(τ ℓ(f)),     ℓ(f) = Σ_i log Φ(y_i f_i),   K_j = K + jitter.
+* the posterior chain starts at f = 0, runs `burn_in` blocks of `skip` transitions at τ = 1,
+  then S blocks, keeping the state at the end of each;
+* AIS uses T temperatures τ_t = (t / (T − 1))⁴ (T = `temperatures`, or S for 0); each run
+  starts from an exact prior draw and for t = 1..T−1 adds (τ_t − τ_{t−1}) ℓ(f_{t−1}) to its
+  log weight, then applies `skip` transitions at τ_t. Each weight is unbiased for Z (Neal
+  1998); log Ẑ = logsumexp(log w) − log R.
 
-The budget is the number of kept posterior samples S (GPML's Nsample):
+Standard error: the larger of the delta-method SE over the runs (R − 1 degrees of freedom)
+and the SE implied by σ², the variance of a log weight estimated from the increments'
+covariances over temperatures and lags (IncrementVariance). A run is `unreliable` when σ² > 1
+or the runs' log weights spread by more than 1.5 nats (harness.model.reliability;
+docs/studies.md, "Annealed importance sampling"). A job costs about
+(S + burn_in + R (T − 2)) · skip transitions; the runs and the posterior chain advance as one
+batch. The defaults are GPML's: skip = 40, burn_in = 10, ais_runs = 3, S = T = the budget.
 
-  * posterior chain: starts at f = 0, `burn_in` blocks of `skip` transitions at τ = 1, then S
-    blocks of `skip` transitions, keeping the state at the end of each block;
-  * AIS: T temperatures τ_t = (t / (T − 1))⁴, t = 0..T−1 (GPML: linspace(0, 1, Nsample)^4,
-    the fourth power after Kuss & Rasmussen 2005), T = `temperatures`, or S when that is 0.
-    Each run starts from an exact prior draw f_0 ~ N(0, K_j) (= the level τ_0 = 0), and for
-    t = 1..T−1 adds (τ_t − τ_{t−1}) ℓ(f_{t−1}) to its log-weight, then applies `skip`
-    transitions that leave p_{τ_t} invariant to get f_t (the last level needs none). Each
-    run's weight w_r is an unbiased estimate of Z (Neal 1998); the runs are averaged in
-    probability space, log Ẑ = logsumexp(log w) − log R (biased low by about Var(w)/(2R w̄²)).
+`gpml_compat = true` reproduces infMCMC exactly as the paper ran it, including two errors the
+default corrects: (1) the AIS increment for temperature t uses the state at the END of level
+t, every run starting at f = 0 with `burn_in` blocks at τ = 0 (log Z overestimated by about
+0.1–0.8 nats at N = 100–400); (2) the predictive variance adds the spread of the sample means
+twice, J* = mean_s Φ(μ_s / sqrt(1 + σ*² + Var_s μ_s)).
 
-Standard error and status (docs/math.md §9, §13). The delta-method SE over the runs,
-sd(w) / (sqrt(R) mean(w)), has R − 1 degrees of freedom: 2 with GPML's three runs, so it misses
-by more than 3 SEs in about 10 % of runs even with light-tailed weights, and far more once the
-weights are heavy-tailed (measured: 6 of 10 `ess` runs on markov1d N = 1,000 stored ok were
-3.0-6.7 SEs low). The increments give a second estimate with many more: a log weight is a
-sum of increments a_t = Δτ_t ℓ(f_{t−1}), and σ² = Var(Σ_t a_t) is estimated from their
-covariances over temperatures and lags, each from the R runs' deviations at every level
-(IncrementVariance), whence the SE sqrt((e^{σ²} − 1) / R) of the mean of R lognormal weights (at
-most σ). The SE reported is the larger of the two (None for one run).
-A run is `unreliable` when σ² > 1 or the runs' log weights have sd > 1.5 nats (harness.model
-.reliability.degenerate_annealing): log w is then far from normal and a few runs cannot show the
-tail that Ẑ rests on.
-
-Settings shared by both samplers: skip (GPML Nskip), burn_in (GPML Nburnin, in blocks of skip
-transitions; refused if larger than the budget), ais_runs (GPML Nais), temperatures (0 = the
-budget, else at least 2), jitter (s² / mean(diag K), GPML 1e-6), gpml_compat.
-
-So a job costs about (S + burn_in + R (T − 2)) · skip transitions; the AIS runs and the
-posterior chain advance together as one batch (vectorised across chains inside the compiled
-kernels, one GEMM per block for the prior draws or momenta). The defaults are GPML's:
-skip = 40, burn_in = 10, ais_runs = 3, S = T = the budget (200 in the paper's runs).
-
-`gpml_compat = true` reproduces infMCMC exactly as the paper ran it, including two known
-errors that the default corrects:
-  1. the AIS increment for temperature t uses the state at the END of level t (sampled at τ_t)
-     instead of the state before it (sampled at τ_{t−1}); as in GPML every AIS run then starts
-     at f = 0 and spends `burn_in` blocks at τ = 0 and a full block at every temperature.
-     This overestimates log Z (by about 0.1–0.8 nats at N = 100–400);
-  2. the predictive variance adds the spread of the sample means, counting it twice:
-     J* = mean_s Φ(μ_s / sqrt(1 + σ*² + Var_s μ_s)) instead of mean_s Φ(μ_s / sqrt(1 + σ*²)).
-The kernels reproduce GPML's other choices under gpml_compat (see ess.py and hmc.py).
+A method is `class Mine(AnnealedMethod, Method)` with its kernel in `make_kernel` (a Kernel).
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -74,12 +52,23 @@ from harness.model.latent import (
     predict_from_means,
     prepare_latent_prior,
 )
-from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.reliability import degenerate_annealing, unreliable_reason
 from harness.model.result import Estimate
 from harness.model.settings import check_work
 from harness.model.tags import CheckSettings, Tags
+
+CONSTRAINTS = {   # the settings every annealed method has
+    "skip": Integer(minimum=1),
+    "burn_in": Integer(minimum=0, says="must be a non-negative integer (blocks of 'skip' "
+                                       "transitions)"),
+    "ais_runs": Integer(minimum=1),
+    "temperatures": Integer(minimum=2, also=(0,), says="the number of AIS temperatures "
+                            "must be at least 2 (0 = the budget, as GPML)"),
+    "jitter": Number(low=0, says="must be a non-negative number (relative to "
+                                 "mean(diag K))"),
+    "gpml_compat": Boolean(),
+}
 
 
 def temperature_schedule(n_temperatures: int) -> np.ndarray:
@@ -199,70 +188,38 @@ class Kernel(ABC):
         return {}
 
 
-class AnnealedSampler(Method):
-    """Base of the MCMC methods: a posterior chain for predictions, AIS for log Z."""
 
-    budget_unit = "samples"
-    tags = Tags(handles_orthant=False)
-    # smoke_budget: 500 samples would be 80 000 transitions per chain
-    checks = CheckSettings(test_budget=60, smoke_budget=20)
-    constraints = {   # the settings every annealed sampler has
-        "skip": Integer(minimum=1),
-        "burn_in": Integer(minimum=0, says="must be a non-negative integer (blocks of 'skip' "
-                                           "transitions)"),
-        "ais_runs": Integer(minimum=1),
-        "temperatures": Integer(minimum=2, also=(0,), says="the number of AIS temperatures "
-                                "must be at least 2 (0 = the budget, as GPML)"),
-        "jitter": Number(low=0, says="must be a non-negative number (relative to "
-                                     "mean(diag K))"),
-        "gpml_compat": Boolean(),
-    }
 
-    def check_job(self, budget: int, n_train: int) -> None:
-        if self.burn_in > budget:
-            raise InputError(
-                f"method {self.label()}: setting 'burn_in'",
-                f"{self.burn_in} burn-in blocks is larger than the budget of {budget} samples",
-                "lower burn_in or raise the budget")
-        transitions = (budget + self.burn_in
-                       + self.ais_runs * max(self.n_temperatures(budget) - 2, 0)) * self.skip
-        check_work(f"method {self.label()} at budget {budget}",
-                   transitions * self.steps_per_transition(),
-                   "sampler steps ((budget + burn_in + ais_runs (T - 2)) x skip"
-                   + (" x leapfrog_steps)" if self.steps_per_transition() > 1 else ")"),
-                   "lower skip, ais_runs, temperatures or the budget")
+@dataclass(frozen=True)
+class Annealing:
+    """The posterior chain and the AIS runs of one estimate (module doc).
 
-    def steps_per_transition(self) -> int:
-        """The cost of one transition in sampler steps (HMC: its leapfrog steps)."""
-        return 1
+    Parameters
+    ----------
+    skip, burn_in, ais_runs, temperatures, gpml_compat
+        The annealed method's settings of the same names (module doc).
+    """
 
-    def prepare(self, problem: Problem) -> None:
-        prepare_latent_prior(problem, self.jitter)
-
-    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
-        """The latent prior (K_j, its factor, test weights); the kept samples (budget x N),
-        their predictive means and probabilities (2 x budget x n_test), the chains' states."""
-        held, setup = latent_prior_memory(n_train, n_test)
-        work = {"kept samples": dense(budget, n_train),
-                "predictive means": 2 * dense(budget, n_test),
-                "chains": 8 * dense(1 + self.ais_runs, n_train)}
-        return MemoryEstimate(held, work, setup)
+    skip: int
+    burn_in: int
+    ais_runs: int
+    temperatures: int
+    gpml_compat: bool
 
     def n_temperatures(self, budget: int) -> int:
         return self.temperatures or max(budget, 2)
 
-    @abstractmethod
-    def make_kernel(self, problem: Problem, prior: LatentPrior, n_chains: int) -> Kernel: ...
+    def transitions(self, budget: int) -> int:
+        """Transitions of one estimate: (budget + burn_in + ais_runs (T − 2)) · skip."""
+        return (budget + self.burn_in
+                + self.ais_runs * max(self.n_temperatures(budget) - 2, 0)) * self.skip
 
-    # ---- the run ------------------------------------------------------------------------
-    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        try:
-            prior = latent_prior(problem, self.jitter)
-        except SingularPrior as exc:
-            return Estimate.failed(str(exc))
+    def estimate(self, prior: LatentPrior, kernel: Kernel, budget: int,
+                 rng: np.random.Generator) -> Estimate:
+        """log Ẑ from the AIS runs, the test probabilities from the posterior chain's kept
+        samples, the diagnostics, and the status (harness.model.reliability)."""
         T = self.n_temperatures(budget)
         R = self.ais_runs
-        kernel = self.make_kernel(problem, prior, 1 + R)
         run = self._run_gpml if self.gpml_compat else self._run
         samples, log_w, extra = run(kernel, temperature_schedule(T), budget, rng)
         log_z, se_runs = combine_ais(log_w)
@@ -350,3 +307,60 @@ class AnnealedSampler(Method):
                        "ais_increment_variance": increments.variance,
                        "ais_increment_variance_independent": increments.independent}
         return samples, log_w, transitions
+
+
+class AnnealedMethod(ABC):
+    """Mixin of a Method estimated by annealed importance sampling and a posterior chain
+    (module doc): the method holds the settings of CONSTRAINTS (and `jitter`) and hands its
+    transition kernel over in `make_kernel`."""
+
+    budget_unit = "samples"
+    tags = Tags(handles_orthant=False)
+    # smoke_budget: 500 samples would be 80 000 transitions per chain
+    checks = CheckSettings(test_budget=60, smoke_budget=20)
+    constraints = CONSTRAINTS
+
+    @abstractmethod
+    def make_kernel(self, problem: Problem, prior: LatentPrior, n_chains: int) -> Kernel:
+        """The transition kernel of `n_chains` chains on the problem's latent prior."""
+
+    def annealing(self) -> Annealing:
+        return Annealing(self.skip, self.burn_in, self.ais_runs, self.temperatures,
+                         self.gpml_compat)
+
+    def steps_per_transition(self) -> int:
+        """The cost of one transition in sampler steps (HMC: its leapfrog steps)."""
+        return 1
+
+    def check_job(self, budget: int, n_train: int) -> None:
+        """Refuse a burn-in longer than the budget, and more work than a job may do."""
+        if self.burn_in > budget:
+            raise InputError(
+                f"method {self.label()}: setting 'burn_in'",
+                f"{self.burn_in} burn-in blocks is larger than the budget of {budget} samples",
+                "lower burn_in or raise the budget")
+        check_work(f"method {self.label()} at budget {budget}",
+                   self.annealing().transitions(budget) * self.steps_per_transition(),
+                   "sampler steps ((budget + burn_in + ais_runs (T - 2)) x skip"
+                   + (" x leapfrog_steps)" if self.steps_per_transition() > 1 else ")"),
+                   "lower skip, ais_runs, temperatures or the budget")
+
+    def prepare(self, problem: Problem) -> None:
+        prepare_latent_prior(problem, self.jitter)
+
+    def memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEstimate:
+        """The latent prior (K_j, its factor, test weights); the kept samples (budget x N),
+        their predictive means and probabilities (2 x budget x n_test), the chains' states."""
+        held, setup = latent_prior_memory(n_train, n_test)
+        work = {"kept samples": dense(budget, n_train),
+                "predictive means": 2 * dense(budget, n_test),
+                "chains": 8 * dense(1 + self.ais_runs, n_train)}
+        return MemoryEstimate(held, work, setup)
+
+    def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
+        try:
+            prior = latent_prior(problem, self.jitter)
+        except SingularPrior as exc:
+            return Estimate.failed(str(exc))
+        kernel = self.make_kernel(problem, prior, 1 + self.ais_runs)
+        return self.annealing().estimate(prior, kernel, budget, rng)
