@@ -11,7 +11,8 @@ m = N - 1 row ("dense"), which the Vecchia estimators equal to rounding (tests/m
     python benchmarks/bench_vecchia.py --large 262144 --budget 4000 --m 60   # tilting only
 
 Measured (shared 2-core machine, one BLAS thread): the table behind
-harness.engine.vecchia_factor.DEFAULT_M. --large 262144 --budget 4000 --m 60, with the sequential walk (docs/math.md §7a):
+harness.engine.vecchia_factor.DEFAULT_M. --large 262144 --budget 4000 --m 60, with the
+sequential walk (docs/math.md §7a):
 exact truth 8.9 s; set-up 57 s CPU (ordering, neighbours, conditionals, saddle point),
 estimate 610 s CPU, wall 7:58 for the whole process, peak RSS 0.89 GB; log Ẑ 0.056 low
 (SE 0.053, ok), worst test probability 0.012 off. Botev's importance weights before it

@@ -1,7 +1,7 @@
 """What a method plugin declares about itself, grouped (in the spirit of scikit-learn's tags).
 
 A method class states what it can do in one `tags = Tags(...)` and how the generic checks
-(harness.plugins.checks) run it in one `checks = CheckSettings(...)`, each naming only what
+(harness.plugins.check_suite) run it in one `checks = CheckSettings(...)`, each naming only what
 differs from the defaults:
 
     class Mine(Method):

@@ -1,7 +1,7 @@
 """The method plugin contract: what a class must declare to be loaded as a method plugin.
 
 Checked without running anything when a plugin is loaded (harness.plugins.registry, method
-files, harness.api) and as the first generic check (harness.plugins.checks): a concrete
+files, harness.api) and as the first generic check (harness.plugins.check_suite): a concrete
 Method subclass with a name, a summary and a budget unit, its capabilities in one `tags`
 (harness.model.tags.Tags) and its check settings in one `checks` (CheckSettings), settings
 that are keyword arguments of __init__ with defaults, and constraints on declared settings

@@ -45,6 +45,7 @@ _BUILTIN_METHODS = {
     "minimax-tilting": "harness.methods.minimax_tilting:MinimaxTilting",
     "vecchia-sov": "harness.methods.vecchia_sov:VecchiaSov",
     "vecchia-tilting": "harness.methods.vecchia_tilting:VecchiaTilting",
+    "vecchia-sir": "harness.methods.vecchia_sir:VecchiaSir",
 }
 _BUILTIN_PROBLEMS = {
     "onefactor": "harness.datasets.onefactor:FAMILY",

@@ -30,9 +30,11 @@ SPLITTING = [("sov", {}), ("sov", {"points": "lattice", "reorder": "univariate"}
              ("sir", {}), ("minimax-tilting", {}), ("sov-tlr", {}),
              ("rejection-bootstrap", {"count": "hard"}), ("rejection-bootstrap", {"count": "soft"}),
              # every earlier variable a neighbour: the exact answer, which the truth tests need
-             ("vecchia-sov", {"m": 1000}), ("vecchia-tilting", {"m": 1000})]
+             ("vecchia-sov", {"m": 1000}), ("vecchia-tilting", {"m": 1000}),
+             ("vecchia-sir", {"m": 1000})]
 IDS = [f"{name}-{'-'.join(map(str, s.values())) or 'default'}" for name, s in SPLITTING]
-SOV_FAMILY = ("sov", "sir", "minimax-tilting", "sov-tlr", "vecchia-sov", "vecchia-tilting")
+SOV_FAMILY = ("sov", "sir", "minimax-tilting", "sov-tlr", "vecchia-sov", "vecchia-tilting",
+              "vecchia-sir")
 
 
 def _method(name, settings):
