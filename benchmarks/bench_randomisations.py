@@ -1,4 +1,4 @@
-"""How many randomisations an SOV-family standard error needs (issue 21): the measurement behind
+"""How many randomisations an SOV-family standard error needs: the measurement behind
 `randomisations = 0` (harness.core.qmc.auto_randomisations, minimax-tilting's default).
 
 The standard error of log Ẑ and of each test probability comes from the spread of K independent

@@ -1,4 +1,5 @@
-"""Tilting with its saddle point stopped early: which Newton decrement is harmless (issue 24).
+"""Tilting with its saddle point stopped early: which Newton decrement is harmless
+(the threshold of harness.model.reliability.unconverged_saddle_point).
 
 minimax-tilting with the saddle-point solver (harness.core.saddle_point) capped at 0, 1, 2, 4,
 8 and 100 Newton steps, on problems with exact truth: one-factor covariances with every |d_i| =

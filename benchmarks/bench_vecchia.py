@@ -1,4 +1,5 @@
-"""Vecchia estimators: error against the truth as m grows (issue 25, item 3).
+"""Vecchia estimators: error against the truth as m grows (the measurement behind
+harness.engine.vecchia_factor.DEFAULT_M and the orderings).
 
 For each problem and m, `vecchia-sov` and `vecchia-tilting` at --budget points over --seeds seeds:
 the mean error of log Ẑ against the truth (exact, or the shipped reference for gauss-p6), the

@@ -389,10 +389,8 @@ class HamiltonianMC(AnnealedMethod, Method):
     """HMC on the whitened latent (posterior chain) and AIS with HMC transitions (log Z)."""
 
     name = "hmc"
-    # the generic accuracy check at N = 200: 20 leapfrog steps a transition; at 30 samples
-    # (= temperatures) the annealing is too coarse (σ² of the increments 0.2-1.5), at 60 0.3;
-    # the smoke checks at N = 30: σ² 0.21-1.26 at 20 samples (seeds 0-5: seeds 0 and 4 over
-    # 1, so flagged), 0.20-0.57 at 40
+    # budgets at which the annealing is fine enough (docs/studies.md, "Annealed importance
+    # sampling")
     checks = replace(AnnealedMethod.checks, test_budget=60, smoke_budget=40)
     constraints = {**ANNEALING,
                    "leapfrog_steps": Integer(minimum=1),

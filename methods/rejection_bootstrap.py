@@ -15,30 +15,15 @@ particle has M / #accepted expected offspring); the soft count replaces each cou
 conditional expectation given the particles, which keeps the bias of Ẑ of order 1/M and lowers
 the variance.
 
-Populations (issue 21). The budget is split into K = `populations` (default 10) independent
-runs of near-equal size M_k, each in memory-bounded chunks (again independent runs). All of
-them recombine exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c. With
-K >= 2 the standard errors come from the spread of the populations, as for SOV's
-randomisations: log Ẑ by qmc.batch_error (max of the delta method and sd(log Ẑ_k) /
-sqrt(K_eff)), the test probabilities by the linearised ratio (qmc.ratio_standard_error). A
-part of a split estimate (SplitsEstimates.split_budget, issue 15) is K whole populations;
-parts pool their populations.
-With K = 1 the standard error is the binomial approximation A.44, var(log Ẑ) ≈ (1/M) Σ (1 -
-P_i)/P_i (bias ≈ -(1/2M) Σ (1 - P_i)/P_i, A.43), and there are no test SEs. It ignores path
-degeneracy: on markov1d (N = 500, neighbour correlation 0.9, 10^4 particles) the final
-particles descended from 1-2 first-variable ancestors and log Ẑ was -5.5 ... +0.5 nats off
-with an SE of 0.25 (z down to -40), stored ok; at N = 2,000, 35-80 nats low with SE 0.5.
-Ten populations spread their log Ẑ_k over sd 1.2-43 nats on markov1d (N = 500, correlation
-0.9 and 0.99, 10^3 and 10^4 particles, both counts), and such a run is `unreliable`
-(harness.model.reliability.spread_randomisations: sd > 1 nat); at N = 2,000 they were 71-113
-nats low, all flagged. On the quick sweep's problems at 10^4 particles the spread is 0.2-0.9
-nats and no log Z was 3 SEs off (100 runs); the hard count's test SEs there understate the
-error about 1.3-fold (worst of 20-100 points 3.3-5.5 SEs off in 13 of 50 runs, not caught).
-The price: each population has M / K particles, and smaller filters are worse. At 10^3
-particles (100 a population) sd(log Ẑ_k) is 0.3-3.4 nats on the easy problems and most runs
-are flagged; RMSE of log Ẑ on the quick sweep's problems at 10^3 rose up to 2-fold against one
-population, at 10^4 it was about the same, and the test-probability MAE rose up to 3.5-fold
-(linear1d-p2, soft count, 10^4: 0.0007 -> 0.0025). `populations=1` gives the numbers of before.
+Populations. The budget is split into K = `populations` (default 10) independent runs of
+near-equal size, each in memory-bounded chunks (again independent runs); all recombine
+exactly: Ẑ = Σ_c (M_c / M) Ẑ_c and J* = Σ_c M_c Ẑ_c J*_c / Σ_c M_c Ẑ_c. With K >= 2 the
+standard errors come from the spread of the populations, as for SOV's randomisations
+(harness.core.qmc.batch_error, ratio_standard_error), and a run whose populations' log Ẑ_k
+spread by more than a nat is `unreliable`: one population's binomial standard error (A.44,
+used with K = 1, no test SEs) ignores path degeneracy and was tens of SEs off on short-range
+problems (docs/studies.md, "Rejection-bootstrap populations"). A part of a split estimate is
+K whole populations; parts pool their populations.
 """
 
 from __future__ import annotations
@@ -177,7 +162,7 @@ class RejectionBootstrap(SplitsEstimates, Method):
 
     def unbiased_z(self) -> bool:
         """With count=hard only: its Ẑ is exactly unbiased (module doc), the soft count's is
-        not (bias O(1/M); measured E[Ẑ]/Z = 0.61 at M = 2, 0.995 ± 0.0025 at M = 8, N = 3)."""
+        not (bias O(1/M); docs/studies.md, "Rejection-bootstrap populations")."""
         return self.count == "hard"
 
     def chunk_sizes(self, budget: int, n_vars: int, n_test: int) -> list[int]:

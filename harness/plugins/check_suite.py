@@ -34,10 +34,9 @@ The checks (CHECKS, in this order):
   within 5 SEs of that mean (+ 1e-3); the test probabilities' mean error within 3 mean SEs and
   every point within 6 SEs (+ 5e-3).
 
-Opting out is explicit: `checks = CheckSettings(skip={"accuracy": "why"})` on the class; the
-report prints the reason. Checks that do not apply (closed forms without log Z or orthant
-support; accuracy for an approximation) are skipped with the reason. quick=True runs only the
-checks on small problems (no closed forms, no accuracy).
+Opting out is explicit: `checks = CheckSettings(skip={"accuracy": "why"})`; the report
+prints the reason. Checks that do not apply (closed forms without log Z or orthant support;
+accuracy for an approximation) are skipped with the reason. quick=True: small problems only.
 """
 
 from __future__ import annotations
