@@ -13,6 +13,8 @@ standard errors, test probabilities, diagnostics, statuses and reasons), and eve
     /tmp/venv-before/bin/python benchmarks/same_behaviour.py record --out /tmp/before
     python benchmarks/same_behaviour.py record --out /tmp/after
     python benchmarks/same_behaviour.py compare /tmp/before /tmp/after
+    # speed, in one run: each estimate timed in both versions, alternately
+    python benchmarks/same_behaviour.py speed /tmp/venv-before/bin/python /tmp/venv-after/bin/python
 
 The script imports nothing from the checkout it lives in (only the installed harness of the
 Python running it), so the same file records any version.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -37,7 +40,7 @@ SWEEP_FILES = ("quick.toml", "engine-paths.toml", "engine-parts.toml")
 MEASURED = {"cpu_seconds", "process_cpu_seconds", "wall_seconds", "setup_cpu_seconds",
             "setup_wall_seconds", "setup_cached", "peak_memory_mb", "memory_source",
             "finished_at", "stored_at", "provenance", "worker", "host", "attempts",
-            "workspace_bytes", "peak_rss_mb", "checksum"}
+            "workspace_bytes", "peak_rss_mb", "checksum", "workers", "part_workers"}
 MEASURED_PATTERN = re.compile(r"(_seconds|_wall|_cpu|_time)$")
 SIZES = [(50, 0, 1000), (300, 40, 10_000), (2_000, 100, 4_000), (4_096, 50, 2_000),
          (20_000, 100, 4_000), (70_000, 10, 1_000)]
@@ -134,7 +137,8 @@ def compare(before: Path, after: Path) -> int:
     rows: dict[str, Counter] = defaultdict(Counter)
     shown = []
     for job in sorted(set(a["records"]) | set(b["records"])):
-        ra, rb = a["records"].get(job), b["records"].get(job)
+        ra, rb = (None if r is None else strip(r)   # the fields measured as of this version
+                  for r in (a["records"].get(job), b["records"].get(job)))
         rec = ra or rb
         group = f"{job.split('/')[0]}: {rec.get('method_name', rec.get('method'))}"
         if ra is None or rb is None:
@@ -168,6 +172,61 @@ def compare(before: Path, after: Path) -> int:
     return 0 if identical == total and mem_same == len(set(mem_a) & set(mem_b)) else 1
 
 
+SPEED_CASES = [   # (problem, method, settings, budget): every engine path at a size that counts
+    ("linear1d:n_train=1000,n_test=50", "sov", {}, 10_000),
+    ("markov1d:n_train=4096,n_test=50,rho=0.9", "sov-tlr", {"reorder": "kdtree"}, 2_000),
+    ("onefactor:n=1000", "minimax-tilting", {}, 10_000),
+    ("markov1d:n_train=4096,n_test=50,rho=0.9", "minimax-tilting", {}, 2_000),
+    ("markov1d:n_train=2048,n_test=50,rho=0.9", "sir", {"proposal": "tilted"}, 4_000),
+    ("markov1d:n_train=4096,n_test=50,rho=0.9", "vecchia-tilting", {}, 2_000),
+    ("markov1d:n_train=2000,n_test=50,rho=0.9", "vecchia-sov", {}, 4_000),
+    ("linear1d-p1", "rejection-bootstrap", {}, 100_000),
+    ("linear1d-p1", "ess", {}, 100),
+]
+TIMER = """
+import json, sys, time, warnings
+import numpy as np
+from threadpoolctl import threadpool_limits
+warnings.simplefilter("ignore")
+from harness.api import as_method, as_problem
+problem, method, settings, budget = json.loads(sys.argv[1])
+p, m = as_problem(problem), as_method(method, settings)
+m.prepare(p)
+with threadpool_limits(1):
+    m.estimate(p, budget, np.random.default_rng(0))          # set-up and caches warm
+    t0 = time.process_time()
+    m.estimate(p, budget, np.random.default_rng(1))
+    print(time.process_time() - t0)
+"""
+
+
+def speed(before: str, after: str, repeats: int) -> int:
+    """CPU seconds of each SPEED_CASES estimate in both versions, alternately, `repeats`
+    times; the medians and their ratio (after / before)."""
+    import statistics
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    print("note: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset for the timed processes", flush=True)
+    print(f"{'problem':<42} {'method':<34} {'before s':>9} {'after s':>9} {'ratio':>6}")
+    ratios = []
+    for case in SPEED_CASES:
+        times = {before: [], after: []}
+        for _ in range(repeats):
+            for python in (before, after):
+                with tempfile.TemporaryDirectory() as cwd:
+                    out = subprocess.run([python, "-c", TIMER, json.dumps(case)], cwd=cwd,
+                                         env=env, capture_output=True, text=True, check=True)
+                times[python].append(float(out.stdout.split()[-1]))
+        b, a = statistics.median(times[before]), statistics.median(times[after])
+        ratios.append(a / b)
+        label = case[1] + (f"[{','.join(f'{k}={v}' for k, v in case[2].items())}]"
+                           if case[2] else "")
+        print(f"{case[0]:<42} {label:<34} {b:9.3f} {a:9.3f} {a / b:6.3f}", flush=True)
+    print(f"geometric mean of the ratios: {statistics.geometric_mean(ratios):.3f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -179,7 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     cmp = sub.add_parser("compare", help="compare two recorded folders")
     cmp.add_argument("before", type=Path)
     cmp.add_argument("after", type=Path)
+    spd = sub.add_parser("speed", help="time each estimate in two Pythons, alternately")
+    spd.add_argument("before", help="the Python of the version before")
+    spd.add_argument("after", help="the Python of the version after")
+    spd.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.command == "speed":
+        return speed(args.before, args.after, args.repeats)
     if args.command == "record":
         record(args.out, args.sweep or list(SWEEP_FILES), args.workers)
         return 0
