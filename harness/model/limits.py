@@ -27,11 +27,10 @@ per process, so while a job is at its limit another thread of the worker could f
 allocate too. The set-up a child builds is lost with it: the worker builds it once more itself
 afterwards (harness.execution.isolated.adopt_setup), so each set-up is paid twice per worker.
 
-Forking a threaded process (a Dask worker runs an event loop, a profiler and comm threads)
-is safe here because the child only runs the job's numerics and writes to its pipe: it never
-touches the event loop, logging or the network, and ends with os._exit (no atexit handlers, no
-flushing of the parent's buffers). glibc's malloc and OpenBLAS reset their locks and thread
-pools at fork; CPython resets the GIL and import lock. The wall cap catches what remains.
+Forking a threaded process (a Dask worker's event loop, profiler and comm threads) is safe
+here: the child only runs the job's numerics and writes to its pipe, never touches the event
+loop, logging or the network, and ends with os._exit. glibc's malloc and OpenBLAS reset their
+locks and thread pools at fork, CPython the GIL and import lock; the wall cap catches the rest.
 
 The rules (order independence): a job's CPU time is its set-up's (timed when this worker
 built it, or recorded then) plus its estimate's, and a job's memory is what its set-up added to
