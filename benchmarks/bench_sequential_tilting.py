@@ -19,42 +19,8 @@ first-variable lineages.
 `--twists`: 'block' is the method as it is, 'linear' the first-order twist alone (the step
 ignores the walk's blocks: no Gaussian look-ahead; docs/math.md §7b), in the same run.
 
-Measured with the first-order twist, before any look-ahead (2 shared cores, budget 4,000,
-rho 0.9; 10 seeds at N = 8,192, 8 at N = 32,768 with K = 20 and 1 with K = 40; the last row is
-markov-p4, N = 4,096 with rho 0.95 and beta 2, 6 seeds):
-
-    N       K   ok      logZ rms z  worst  test >3 SE  worst  sd z  sd log Ẑ_k  eff. K  lineages
-    8192    10  10/10   1.39        -3.63  2.5 %       5.3    1.20  0.30        9.3     273
-    8192    20  10/10   0.77        +1.64  0.8 %       3.4    1.02  0.36        17.8    294
-    8192    40  10/10   1.19        -2.45  0.6 %       3.8    1.10  0.54        30.2    312
-    32768   20  0/8 *   0.52        +0.69  1.6 %       5.4    1.21  0.84        10.7    108
-    32768   40  0/1 *   0.18        +0.18  3.0 %       4.3    1.42  1.35        7.3     166
-    p4      20  6/6     0.74        +1.23  3.2 %       4.9    1.13  0.42        17.6    240
-
-    * flagged by the path rule (fewer than 5 % of the particles' first-variable ancestors
-      left; harness.model.reliability.degenerate_paths) and, at K = 40, by the spread rule.
-    The sd z column pools the runs' test z's; a t with K - 1 degrees of freedom has sd 1.13
-    (K = 10), 1.06 (20), 1.03 (40).
-
-With the Gaussian look-ahead over each block (docs/math.md §7b) against the first-order twist
-alone, in one run (N = 8,192, 5 seeds; `--sizes 8192 --populations 10,20 --seeds 5`), and the
-method alone at larger N (`--sizes 32768 --populations 20 --seeds 4 --twists block`; at 65,536
-two seeds here and two through `minimax-tilting`'s default, the same walk):
-
-    N     twist  K  ok  logZ rms z worst test >3 SE worst sd z sd log Ẑ_k lineages cpu s
-    8192  block  10 5/5 0.81       +1.50 0.8 %      3.8   1.08 0.04       4000     9.9
-    8192  linear 10 5/5 0.87       +1.40 3.8 %      5.3   1.29 0.30       277      9.2
-    8192  block  20 5/5 0.84       +1.33 0.4 %      3.4   1.03 0.04       3996     10.1
-    8192  linear 20 5/5 0.80       +1.64 1.0 %      3.4   1.03 0.34       288      9.8
-    32768 block  20 4/4 0.62       +1.07 1.0 %      3.9   1.05 0.07       2958     41
-    65536 block  20 4/4 1.13       +2.09 1.5 %      3.3   1.10 0.10       ~2330    101-133
-
-    (medians of sd log Ẑ_k and lineages; at 65,536 2,303 and 2,325 in two runs, a median of
-    2,360 in the other two.) The one-step look-ahead this replaced had, with
-    K = 20: 785 lineages and sd 0.19 at N = 8,192; 252 and 0.40 at 32,768 (8 seeds, 1.0 %
-    beyond 3 SE, worst 5.1); 194 and 0.80 at 65,536, where all 4 runs were flagged by the path
-    rule, rightly (their test z's had sd up to 1.83). N = 65,536: 8 min 36 s wall for the
-    whole process with two runs (problem, exact truth, set-up), 101-133 CPU s a run.
+The results (N = 8,192 to 65,536, K = 10 to 40, first-order twist against the block
+look-ahead): docs/studies.md, "Populations of the sequential tilted walk".
 """
 
 from __future__ import annotations
