@@ -1,14 +1,27 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the shared helper modules' folder (tests/helpers) put on sys.path.
+
+The test folders mirror the package (tests/core for harness/core, ..., tests/methods for
+methods/); each test file is named after the module it tests. A test file imports its helpers
+as top-level modules: those of one folder sit beside its tests (pytest puts a test file's
+folder on sys.path), those shared by several folders in tests/helpers. Without __init__.py
+files, test modules are imported by their file name, so every test file's name is unique
+under tests/.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from threadpoolctl import threadpool_limits
 
 from harness.execution.worker import pin_thread_env
+from harness.plugins import registry
+
+sys.path.insert(0, str(Path(__file__).with_name("helpers")))
 
 # Fixtures built once per module or session: under pytest-xdist (`-n auto --dist loadgroup` in
 # pyproject's addopts) each worker process would build its own copy.
@@ -135,3 +148,42 @@ def method_file():
 
     write.source = MY_SOV
     return write
+
+
+@pytest.fixture
+def install_plugin(tmp_path, monkeypatch):
+    """install_plugin(module, source, methods={ep: "module:Attr"}, problems={...}) writes a
+    module and a fake installed distribution registering its entry points (on sys.path for
+    this test, and for subprocesses given PYTHONPATH=<the returned folder>)."""
+    modules = []
+
+    def install(module: str, source: str, methods=None, problems=None, dist="thirdparty-plugin"):
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+        info = tmp_path / f"{dist.replace('-', '_')}-1.0.dist-info"
+        info.mkdir(exist_ok=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+        groups = {registry.METHOD_GROUP: methods or {}, registry.PROBLEM_GROUP: problems or {}}
+        with open(info / "entry_points.txt", "a") as f:
+            for group, eps in groups.items():
+                if eps:
+                    f.write(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+        modules.append(module)
+        registry.clear_cache()
+        return tmp_path
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield install
+    registry.clear_cache()
+    for module in modules:
+        sys.modules.pop(module, None)
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """Any attempt to start or reach a cluster (i.e. to run a job) fails the test."""
+    from harness.execution import cluster
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cluster was started: jobs would run")
+
+    monkeypatch.setattr(cluster, "connect", refuse)

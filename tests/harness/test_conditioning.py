@@ -5,18 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from edge_problems import ill_conditioned_cov
 
 from harness.core.conditioning import COND_WARN, IllConditionedWarning, condition_estimate
 from harness.core.kernels import RBF, Linear
 from harness.model.problem import Problem
 from harness.plugins.specs import make_problem
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
-from test_unreliable import ill_conditioned_cov  # noqa: E402
 
 
 def _ill_warnings(build) -> list[warnings.WarningMessage]:

@@ -27,7 +27,8 @@ from harness.execution.store import ResultStore
 from harness.plugins.method_files import read_method_file
 from harness.plugins.specs import make_problem
 
-TOY = read_method_file(f"{Path(__file__).with_name('toy_split_method.py')}:ToyOrthantMC")
+TOY_FILE = Path(__file__).parents[1] / "helpers" / "toy_split_method.py"
+TOY = read_method_file(f"{TOY_FILE}:ToyOrthantMC")
 PROBLEM = "linear1d:n_train=4,n_test=3"
 KEY = {"problem": PROBLEM, "method": "toy", "budget": 40000, "seed": 5}
 NUMBERS = ("status", "log_marginal_likelihood", "log_marginal_likelihood_se",

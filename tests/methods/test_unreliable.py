@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from edge_problems import duplicated_pairs
-from scipy.stats import ortho_group
+from edge_problems import duplicated_pairs, ill_conditioned_cov
 
 from harness.api import as_problem
 from harness.core.oracles import one_factor_integral, orthant_closed_form
@@ -27,18 +26,6 @@ QUICK = ["onefactor:n=100", "linear1d-p1", "linear1d-p2",
 # the methods' budgets in sweeps/quick.toml (sir and minimax-tilting take the sweep's)
 QUICK_BUDGETS = {"sov": [1000, 10000], "sov-tlr": [1000, 10000], "sir": [100, 1000],
                  "minimax-tilting": [100, 1000]}
-
-
-def ill_conditioned_cov(n: int = 50, seed: int = 0) -> np.ndarray:
-    """A correlation matrix with eigenvalues logspace(0, -15, n) before the unit-diagonal
-    scaling (a random orthogonal basis): condition ~1e15."""
-    Q = ortho_group.rvs(n, random_state=np.random.default_rng(seed))
-    S = (Q * np.logspace(0, -15, n)) @ Q.T
-    S = 0.5 * (S + S.T)
-    s = np.sqrt(np.diag(S))
-    R = S / np.outer(s, s)
-    np.fill_diagonal(R, 1.0)
-    return R
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.patches import Rectangle
-from test_report_metrics import TRUE_LZ, make_store, record, summary
+from store_helpers import TRUE_LZ, make_store, record, summary
 
 from harness.plugins.registry import methods
 from harness.report import colours, pdf, tables

@@ -6,48 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from store_helpers import TRUE_LZ, TRUE_P, make_store, record, summary
 
 from harness.analysis import aggregate as agg
 from harness.core import metrics
 from harness.execution.store import ResultStore
 from harness.report import tables
 from harness.report.style import Palette, fmt, fmt_budget, fmt_se
-
-TRUE_LZ = -10.0
-TRUE_P = [0.25, 0.75]
-
-
-def record(job_id, problem, method, budget, replicate=0, *, log_z=None, probs=None,
-           status="ok", reason="", exact=True, cpu=1.0, unit="particles", n_train=20):
-    return {
-        "job_id": job_id, "sweep": "hand", "replicate": replicate, "problem_spec": problem,
-        "sweep_seed": 0, "problem": problem, "method": method, "method_name": method.split("[")[0],
-        "exact_method": exact, "budget": budget, "budget_unit": unit, "status": status,
-        "reason": reason, "log_marginal_likelihood": log_z, "log_marginal_likelihood_se": None,
-        "test_probabilities": probs, "cpu_seconds": cpu, "wall_seconds": cpu,
-        "peak_memory_mb": 1.0, "n_train": n_train, "n_test": 0 if probs is None else len(probs),
-    }
-
-
-def summary(name, *, kind="exact", lz=TRUE_LZ, se=0.0, probs=TRUE_P, posterior=None,
-            family="hand", n_train=20):
-    return {"name": name, "family": family, "params": {}, "description": "hand-made",
-            "n_train": n_train, "n_test": len(probs or []), "n_features": 1, "kernel": None,
-            "truth_kind": kind, "truth_source": "by hand",
-            "true_log_marginal_likelihood": lz if kind else None,
-            "true_log_marginal_likelihood_se": se if kind else None,
-            "true_test_probabilities": probs if kind else None, "bayes_posterior": posterior}
-
-
-def make_store(path, records, problems, metadata=None):
-    with ResultStore(path) as st:
-        for p in problems:
-            st.add_problem(p)
-        for r in records:
-            st.add_record(r)
-        for k, v in (metadata or {}).items():
-            st.set_metadata(k, v)
-    return agg.load(path)
 
 
 def cell(data, problem, method, budget):

@@ -12,8 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from store_helpers import real_store
-from test_report_metrics import make_store, record, summary
+from store_helpers import make_store, real_store, record, summary
 
 from harness.plugins.registry import get_method
 from harness.report import scaling, scaling_section

@@ -145,7 +145,7 @@ def test_two_parameters_without_truth_use_the_consensus_of_exact_methods(tmp_pat
 
 
 def test_report_of_a_tune_only_store_and_of_a_mixed_store(tmp_path):
-    from test_report_metrics import record
+    from store_helpers import record
 
     path = store_with(tmp_path / "t.sqlite", one_d_records(),
                       {reference_key("p1"): exact_reference()})

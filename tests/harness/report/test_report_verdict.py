@@ -9,7 +9,7 @@ Chromium and in the PDF, is checked on test_report_render's small real store.
 from __future__ import annotations
 
 import pytest
-from test_report_metrics import TRUE_LZ, make_store, record, summary
+from store_helpers import TRUE_LZ, make_store, record, summary
 
 from harness.analysis import verdict
 from harness.plugins.specs import make_problem

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from test_report_metrics import make_store, record, summary
+from store_helpers import make_store, record, summary
 
 from harness.report import build
 from harness.report import reproduction as rep

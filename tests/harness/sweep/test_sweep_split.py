@@ -20,7 +20,7 @@ from harness.execution.store import ResultStore
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep, parse_sweep
 
-TOY_FILE = Path(__file__).parents[1] / "toy_split_method.py"
+TOY_FILE = Path(__file__).parents[2] / "helpers" / "toy_split_method.py"
 
 SPLIT = """\
 name = "splitting"

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from edge_problems import ill_conditioned_cov
 
 import harness
 from harness.cli.main import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "methods"))
-from test_unreliable import ill_conditioned_cov  # noqa: E402
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
