@@ -35,7 +35,7 @@ orders agree). Other orders ("none", "kdtree") are passed as an index permutatio
 
 Error: per tile, the factor is the exact Cholesky factor of R + Delta with Delta_cc = 0 and
 Delta_ic = E_ic L_cc^T, |E_ic|_F <= threshold (the compression error), so
-|Delta_ic|_F <= threshold * |L_cc|_2 (a backward error; tests/harness/test_tlr.py checks it).
+|Delta_ic|_F <= threshold * |L_cc|_2 (a backward error; tests/core/test_tlr.py checks it).
 """
 
 from __future__ import annotations

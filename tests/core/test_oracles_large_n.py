@@ -1,4 +1,4 @@
-"""The exact oracles at N = 10^4 and 10^5 (issue 14, docs/math.md §3), against an independent rule.
+"""The exact oracles at N = 10^4 and 10^5 (docs/math.md §3), against an independent rule.
 
 The reference here shares nothing with harness.core.oracles but scipy's log_ndtr: its own Newton
 iteration for the mode û and curvature H of g(u) = log φ_d(u) + Σ log Φ(a_i·u), and a tensor

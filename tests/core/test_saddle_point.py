@@ -31,7 +31,7 @@ from harness.plugins.specs import make_problem
 
 
 def _rbf_orthant(n, seed, length=0.1, beta=1.0):
-    """The 2-D RBF orthant problem of issue 14: uniform points, R = K + I."""
+    """The 2-D RBF orthant problem of the large-N studies: uniform points, R = K + I."""
     X = np.random.default_rng(seed).random((n, 2))
     R = beta * np.exp(-cdist(X, X, "sqeuclidean") / (2 * length**2)) + np.eye(n)
     return Problem.orthant("rbf-orthant", R)
@@ -196,7 +196,7 @@ def test_any_factor_with_the_products_will_do():
     np.testing.assert_allclose(sp.mu, solve_saddle_point(L).mu, atol=1e-10)
 
 
-# ---- nearly singular covariances (issue 24 item 7) -----------------------------------------
+# ---- nearly singular covariances (hard exact problems) --------------------------------------
 def _near_singular(d: str, n: int = 10):
     return make_problem(f"onefactor:n={n},dmin={d},dmax={d},random_signs=true")
 
