@@ -16,7 +16,7 @@ representation (its covariance, or the kernel matrix it is built from) is added 
 `job_memory` through `problem_bytes`, the one place that knows what a Problem holds by itself.
 Counts are of the large arrays only (vectors of length N and Python objects are ignored); the
 methods' constants are derived from their code and checked against measured peaks in
-tests/harness/test_footprint.py.
+tests/model/test_footprint.py.
 """
 
 from __future__ import annotations

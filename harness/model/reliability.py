@@ -29,7 +29,7 @@ What no rule catches: the t-tail of standard errors from few randomisations, a s
 reached, and a bias all randomisations share.
 
 The thresholds are justified in docs/studies.md, "Reliability rules"; the tests are in
-tests/harness/test_reliability.py.
+tests/model/test_reliability.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One estimate split into parts and recombined exactly (issue 15, the method side).
+"""One estimate split into parts and recombined exactly, every method that splits (the method
+side of harness.model.splitting; harness.execution.parts runs the parts).
 
 For every splitting method (the SOV family through Sov, rejection-bootstrap): parts run with
 the streams rng_for({**key, "part": i}) combine to the same Estimate whatever order they ran in

@@ -1,7 +1,7 @@
-"""The results store under faults (issue 17, failures 4 and 5), on real SQLite files:
-damaged stores refused by every command without a byte written (and salvaged by export), a
-full disk (SQLite's max_page_count) ending in StoreFull with nothing committed half, and the
-writer's lock against a second client in another process (and taken over from a dead one)."""
+"""The results store under faults, on real SQLite files: damaged stores refused by every command
+without a byte written (and salvaged by export), a full disk (SQLite's max_page_count) ending in
+StoreFull with nothing committed half, and the writer's lock against a second client in another
+process (and taken over from a dead one)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""harness/execution/runner.py: the optional peak-memory tracing of run_method; an error's reason
+"""harness.execution.timed: the optional peak-memory tracing of run_method; an error's reason
 names the method's file and line (harness.model.debugging), raise_errors re-raises it."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_a_failing_set_up_is_recorded_as_an_error_with_its_line():
     problem = make_problem("linear1d:n_train=20,n_test=2")
     record = run_method(problem, FailingSetUp(), 64, np.random.default_rng(0))
     assert record["status"] == "error"
-    assert record["reason"].startswith("ValueError: set-up exploded (test_runner.py:")
+    assert record["reason"].startswith("ValueError: set-up exploded (test_timed.py:")
     assert record["log_marginal_likelihood"] is None
     with pytest.raises(ValueError, match="set-up exploded"):
         run_method(problem, FailingSetUp(), 64, np.random.default_rng(0), raise_errors=True)

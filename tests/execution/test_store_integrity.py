@@ -1,4 +1,4 @@
-"""The results store's integrity check on real files (issue 24): every row sealed with a
+"""The results store's integrity check on real files: every row sealed with a
 checksum and checked at open, the schema and the file kind checked, so a damaged store is
 refused by every command that opens it, with not a byte written; a store made before
 checksums still opens (and gets them); export of a truncated store ends; single-bit flips."""

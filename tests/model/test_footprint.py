@@ -69,7 +69,7 @@ def test_every_method_states_an_estimate_that_grows_with_n(name):
 
 
 def test_dense_estimate_at_n_60000():
-    """The issue's example: sov on onefactor:n=60000 holds 8 N^2 bytes three times."""
+    """The reported case: sov on onefactor:n=60000 holds 8 N^2 bytes three times."""
     est = job_memory({"n_train": 60000, "n_test": 0}, get_method("sov")(), 10)
     assert est.breakdown["dense factor L"] == 8 * 60000**2
     assert 3 * 8 * 60000**2 <= est.total_bytes < 3.1 * 8 * 60000**2

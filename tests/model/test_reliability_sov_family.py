@@ -1,11 +1,10 @@
-"""No wrong answer stored as ok (issue 17, failure 7): the SOV family's own diagnostics mark a
-degenerate estimate `unreliable`, with the reason, and keep its numbers (harness.model.reliability).
+"""No wrong answer stored as ok: the SOV family's own diagnostics mark a degenerate estimate
+`unreliable`, with the reason, and keep its numbers (harness.model.reliability).
 
-The two cases of the issue: an orthant with a 50 x 50 correlation matrix of condition ~1e15, and
-a linear kernel with inputs scaled by 1e6 (one feature, so that the one-dimensional oracle gives
-the exact log Z to compare with). On main both were stored as `ok` with log Ẑ off by 1e3 to
-1e11 nats. The quick sweep's problems must stay `ok` (measured thresholds:
-harness.model.reliability).
+Two cases: an orthant with a 50 x 50 correlation matrix of condition ~1e15, and a linear kernel
+with inputs scaled by 1e6 (one feature, so that the one-dimensional oracle gives the exact
+log Z to compare with). Both were once stored as `ok` with log Ẑ off by 1e3 to 1e11 nats. The
+quick sweep's problems must stay `ok` (measured thresholds: harness.model.reliability).
 """
 
 from __future__ import annotations
@@ -76,7 +75,7 @@ def test_ill_conditioned_orthant_is_not_ok(ill_problem, name):
 @pytest.mark.parametrize("name", SOV_FAMILY)
 def test_linear_kernel_with_huge_inputs_is_not_ok(scaled_problem, name):
     """Every flagged estimate is far from the exact log Z (-26.9): the flag is right. Tilting
-    is right since its saddle point converges on nearly singular covariances (issue 24; it
+    is right since its saddle point converges on nearly singular covariances (it
     stopped unconverged before): ok, within 3 SE, its SE at least the rounding floor
     eps cond(R) = 0.011 (cond 4.9e13; with 10 randomisations it was that floor, with the
     default 40 of 25 points their spread is larger)."""
@@ -138,7 +137,7 @@ MARKOV = "markov1d:n_train=150,rho=0.9,beta=1,n_test=10,seed={}"
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", SOV_FAMILY)
 def test_every_ok_run_on_a_short_range_problem_is_within_three_se(name):
-    """Status `ok` promises that the error bars cover the error (issue 21 item 3). On a small
+    """Status `ok` promises that the error bars cover the error. On a small
     markov1d problem (OU latent, exact log Z and test probabilities, docs/math.md §3e) plain
     SOV's weights are heavy-tailed (Pareto k̂ 1.05-1.6; seeds 1 and 3: a test probability 5.5
     and 3.05 SE off with ESS 3 and 12, which the ESS and randomisation rules pass): every run
@@ -159,7 +158,7 @@ def test_every_ok_run_on_a_short_range_problem_is_within_three_se(name):
 
 @pytest.mark.parametrize("name", SOV_FAMILY)
 def test_identical_randomisations_are_not_a_zero_standard_error(name):
-    """Issue 24 item 7: a 2-D orthant of correlation 1 - 2e-10. The second variable's
+    """A hard exact problem: a 2-D orthant of correlation 1 - 2e-10. The second variable's
     conditional sd is 2e-5, so Φ(t_2) rounds to 1 unless z_1 < ~1e-4: at 1e3 and 1e4 points
     every weight was exactly 1/2, the randomisations agreed to 1e-16, and the SE (1.5e-16) did
     not cover the error (6.4e-6). Now the SE is at least 1 / points (qmc.batch_error), says so,
@@ -179,8 +178,8 @@ def test_identical_randomisations_are_not_a_zero_standard_error(name):
 
 @pytest.mark.parametrize("name", SOV_FAMILY)
 def test_duplicated_points_with_mixed_labels(name):
-    """Issue 24 item 7: each input twice with labels +1 and -1, RBF beta = 1e6, exact truth
-    (edge_problems.duplicated_pairs). Plain SOV's weights collapse (ESS 1; the issue saw `sov`
+    """A hard exact problem: each input twice with labels +1 and -1, RBF beta = 1e6, exact
+    truth (edge_problems.duplicated_pairs). Plain SOV's weights collapse (ESS 1; `sov` was once
     ok with SE 48.6 nats and a test probability 0.412 for 1/2) and `sir`'s paths: unreliable,
     with a reason. Tilting is right (its previous shifts left k̂ = 2.5: unreliable)."""
     problem = duplicated_pairs()

@@ -154,7 +154,7 @@ def test_status_does_not_depend_on_which_job_built_the_set_up(misbehaving):
 
 
 def test_minimax_tilting_set_up_counts_against_the_limit():
-    """The issue's case: minimax-tilting on onefactor:n=1200 (set-up ~0.3 CPU s: factor,
+    """The reported case: minimax-tilting on onefactor:n=1200 (set-up ~0.3 CPU s: factor,
     reordering, saddle point; estimate at budget 10 ~0.1 s) with a limit between the two. On
     main the job that built the set-up was a timeout and a job reusing it was ok."""
     spec = "onefactor:n=1200,seed=7"

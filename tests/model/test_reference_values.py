@@ -1,7 +1,7 @@
 """Reference records as data: fingerprints, files, lookup, the store, and reports using them.
 
 The records here are made by hand (no estimator runs), so these tests are fast; the procedure
-that computes them is tested in test_reference.py.
+that computes them is tested in tests/references/test_compute.py.
 """
 
 from __future__ import annotations

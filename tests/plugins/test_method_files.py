@@ -34,7 +34,7 @@ randomisations = [4, 8]
 
 
 def test_run_json_with_a_method_file(tmp_path, method_file):
-    """The command of the issue, as a user types it (a relative path, its own process)."""
+    """The command as a user types it (a relative path, its own process)."""
     method_file(tmp_path)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "harness", "run", "--problem", "linear1d-p1",

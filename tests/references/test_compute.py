@@ -222,7 +222,7 @@ def test_reference_command_bad_input(argv, field, capsys):
     assert field in capsys.readouterr().err
 
 
-# ---- calibration against exact truth (issue 15, "done when") ----------------------------------
+# ---- calibration against exact truth -----------------------------------------------------------
 CALIBRATION_PROBLEMS = ("linear1d:n_train=40,n_test=5,seed={s}",
                         "onefactor:n=40,seed={s}",
                         "linear-lowrank:n_train=40,n_test=5,seed={s}")
@@ -246,8 +246,8 @@ def calibration_case(template: str, seed: int, method: str = "minimax-tilting") 
 
 @pytest.mark.parametrize("template", CALIBRATION_PROBLEMS)
 def test_reference_calibration_20_seeds(template):
-    """Issue 15's calibration: >= 19 of 20 seeded references within 3 stated SEs of the exact
-    log Z (each problem: ~1-6 s on an idle core, so it stays in the default suite)."""
+    """The calibration asked of the procedure: >= 19 of 20 seeded references within 3 stated SEs
+    of the exact log Z (each problem: ~1-6 s on an idle core, so it stays in the default suite)."""
     cases = [calibration_case(template, s) for s in range(20)]
     print(json.dumps(cases))
     assert sum(c["z"] <= 3 for c in cases) >= 19, cases
