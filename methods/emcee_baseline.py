@@ -57,7 +57,7 @@ class EmceeEnsemble(Method):
     tags = Tags(estimates_log_z=False, handles_orthant=False)
     checks = CheckSettings(skip={"accuracy": "cannot mix at N = 200 in a test's time (its "
                                  "accuracy is tested on smaller problems in "
-                                 "tests/methods/test_emcee.py)"})
+                                 "tests/methods/test_emcee_baseline.py)"})
     constraints = {
         "walkers": Integer(minimum=0, says="must be a non-negative integer (0 = 2N + 2)"),
         "burn_in_fraction": Number(low=0, high=1, high_open=True, says="must be in [0, 1)"),

@@ -27,7 +27,7 @@ All solves use the cached factor; no explicit inverse is formed.
 
 `log_ndtr` below is a numba port of the classic scipy/cephes log Φ (erfc in the body,
 log1p(−Φ(−x)) above 0, the asymptotic series below −20), used inside the compiled samplers;
-it agrees with scipy.special.log_ndtr to ≈1e-14 relative (tests/methods/test_ais.py).
+it agrees with scipy.special.log_ndtr to ≈1e-14 relative (tests/model/test_latent.py).
 """
 
 from __future__ import annotations

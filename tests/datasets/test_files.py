@@ -251,9 +251,9 @@ def test_bad_kernel_parameters(tmp_path):
                                            ("beta", float("inf"), "finite")])
 def test_kernel_parameters_are_checked_like_every_other_number(tmp_path, where, key, value,
                                                                 why):
-    """Issue 24 item 7: beta = 1e300 in an .npz was accepted (a family refuses it: |value| at
-    most 2^53, harness.model.settings.check_number), then Laplace failed on a NaN. Refused
-    when the file is read, naming the file and the parameter, from the file or the spec."""
+    """beta = 1e300 in an .npz was once accepted (a family refuses it: |value| at most 2^53,
+    harness.model.settings.check_number), then Laplace failed on a NaN. Refused when the file
+    is read, naming the file and the parameter, from the file or the spec."""
     X, y, Xs = gpc_data()
     if where == "csv":
         path = write_csv(tmp_path / "d.csv", ["a", "b", "y"],

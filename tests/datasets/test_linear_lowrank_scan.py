@@ -1,5 +1,5 @@
 """The linear-lowrank oracle against independent values over d = 1-3, beta up to 100, N = 2-400
-(issue 17, failure 8: numpy's hermegauss gave NaN weights from ~372 nodes, and the node doubling
+(a past failure: numpy's hermegauss gave NaN weights from ~372 nodes, and the node doubling
 reached them at small N with large beta, e.g. the case below carried a truth of NaN).
 
 Independent computations (none goes through harness.core.oracles.low_rank_integral):

@@ -1,4 +1,4 @@
-"""Expectation propagation (issue 6): accuracy on linear1d-p1, the stable log Z against the
+"""Expectation propagation: accuracy on linear1d-p1, the stable log Z against the
 textbook formula, exact limits, labelled as an approximation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Elliptical slice sampling + AIS (issue 6): accuracy against the linear1d oracle, the
+"""Elliptical slice sampling + AIS: accuracy against the linear1d oracle, the
 budget's meaning, GPML compatibility, diagnostics."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HMC + AIS (issue 6): accuracy against the linear1d oracle, step-size adaptation and its
+"""HMC + AIS: accuracy against the linear1d oracle, step-size adaptation and its
 diagnostics, GPML compatibility, the Gaussian leapfrog acceptance used for ε₀."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Laplace approximation (issue 6): runs, finds the mode, is labelled as an approximation."""
+"""Laplace approximation: runs, finds the mode, is labelled as an approximation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Minimax exponential tilting (Botev 2017): saddle point, exact cases, oracles (issue 7)."""
+"""Minimax exponential tilting (Botev 2017): saddle point, exact cases, oracles."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from harness.methods.rejection_bootstrap import RejectionBootstrap
 from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
-NEAR_SINGULAR = "onefactor:n=10,dmin={d},dmax={d},random_signs=true"   # issue 24
+NEAR_SINGULAR = "onefactor:n=10,dmin={d},dmax={d},random_signs=true"   # hard exact problems
 
 
 def _arcsine(problem):
@@ -144,7 +144,7 @@ def test_bad_settings_are_refused():
 @pytest.mark.filterwarnings("ignore::UserWarning")   # 1 - 1e-13: condition 5e13, warned
 @pytest.mark.parametrize("d", ["0.999999999", "0.99999999995", "0.9999999999999"])
 def test_nearly_singular_one_factor_problems_are_right(d):
-    """Issue 24 item 7 (hard exact problems): |d_i| = 1 - 1e-9 (condition 5e9), 1 - 5e-11 and
+    """Hard exact problems: |d_i| = 1 - 1e-9 (condition 5e9), 1 - 5e-11 and
     1 - 1e-13, mixed signs, N = 10. The previous saddle-point solver stopped unconverged
     (max |∇ψ| 129-307), and at 1e4 points log Ẑ was 6 nats (29 SE), then 11-25 SE off (now
     flagged by k̂). With the saddle point converged: ok, within 4 SE (10 randomisations: a t
@@ -160,7 +160,7 @@ def test_nearly_singular_one_factor_problems_are_right(d):
 
 
 def test_duplicated_points_with_mixed_labels_are_exact():
-    """Issue 24 item 7: each input twice, labels +1 and -1, beta = 1e6 (K singular, R = C(K +
+    """A hard exact problem: each input twice, labels +1 and -1, beta = 1e6 (K singular, R = C(K +
     I)C with pair correlation -(1 - 1e-6)). The previous solver's shifts left k̂ = 2.5 and the
     run unreliable; now log Z and every test probability (exactly 1/2) within 4 SE."""
     problem = duplicated_pairs()

@@ -1,4 +1,4 @@
-"""Rejection–bootstrap sampler: exact cases, chunking, failure reporting, accuracy (issue 2)."""
+"""Rejection–bootstrap sampler: exact cases, chunking, failure reporting, accuracy."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_a_dead_chunk_counts_as_zero_not_as_failure():
     assert np.isfinite(est.log_marginal_likelihood)
 
 
-# ---- standard errors from independent populations (issue 21) -----------------------------
+# ---- standard errors from independent populations ---------------------------------------
 # main at f3964b8 (one population, the binomial SE A.44): linear1d(n_train=60, n_test=4,
 # seed=3), 3000 particles in 59 memory chunks (chunk_mb=0.2), default_rng(5)
 ONE_POPULATION = {

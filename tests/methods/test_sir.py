@@ -1,4 +1,4 @@
-"""SIR (SOV proposal + resampling): exact cases, unbiasedness, resampling, oracles (issue 7)."""
+"""SIR (SOV proposal + resampling): exact cases, unbiasedness, resampling, oracles."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Genz SOV: exact cases, log-space robustness, ratio estimator, standard errors (issue 5)."""
+"""Genz SOV: exact cases, log-space robustness, ratio estimator, standard errors."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _est(problem, budget, seed, **settings):
 def test_identity_covariance_is_exact(points):
     """beta -> 0: R = I, every weight is 2^-N and every ratio estimate is exactly 1/2. The
     randomisations agree exactly, which the estimator cannot tell from an event none of its
-    points saw (issue 24): the SEs are the resolution 1 / points, not 0."""
+    points saw: the SEs are the resolution 1 / points, not 0."""
     problem = linear1d(n_train=60, n_test=5, scale=1e-30)
     est = _est(problem, 300, 0, points=points)
     assert est.log_marginal_likelihood == pytest.approx(-60 * np.log(2), abs=1e-12)

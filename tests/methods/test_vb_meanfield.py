@@ -1,4 +1,4 @@
-"""Mean-field variational approximation (CAVI, ELBO, predictions): issue 7."""
+"""Mean-field variational approximation (methods/vb_meanfield.py): CAVI, ELBO, predictions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""emcee baseline (issue 6): converges on a small problem, reports no log Z, refuses too few
-walkers, and shows honestly how it degrades with N (slow)."""
+"""The emcee baseline (methods/emcee_baseline.py): converges on a small problem, reports no
+log Z, refuses too few walkers, and shows honestly how it degrades with N (slow)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""vecchia-sov and vecchia-tilting (issue 25, item 3): exact with every earlier neighbour, the
-approximation's error falling with m on markov1d, closed forms, input errors."""
+"""vecchia-tilting (methods/vecchia_tilting.py): exact with every earlier neighbour, the
+approximation's error falling with m on markov1d, the closed form, input errors, memory, the
+ordering of a global covariance, edge cases, and its sequential walk."""
 
 from __future__ import annotations
 
@@ -11,13 +12,12 @@ from harness.core.errors import InputError
 from harness.core.oracles import orthant_closed_form
 from harness.methods.minimax_tilting import MinimaxTilting
 from harness.methods.sir import Sir
-from harness.methods.sov import Sov
 from harness.methods.vecchia_sov import VecchiaSov
 from harness.methods.vecchia_tilting import VecchiaTilting
 from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
-PAIRS = [(Sov(), VecchiaSov), (MinimaxTilting(reorder="none"), VecchiaTilting)]
+PAIRS = [(MinimaxTilting(reorder="none"), VecchiaTilting)]
 
 
 @pytest.mark.parametrize("exact,cls", PAIRS)
@@ -51,7 +51,7 @@ def test_error_falls_with_m_on_markov1d():
     assert est.diagnostics["ordering"] == "sorted"
 
 
-@pytest.mark.parametrize("cls", [VecchiaSov, VecchiaTilting])
+@pytest.mark.parametrize("cls", [VecchiaTilting])
 def test_closed_form_n3(cls):
     problem = make_problem("onefactor:n=3,seed=4")
     exact = np.log(orthant_closed_form(problem.R))
@@ -90,8 +90,8 @@ def test_a_global_covariance_is_ordered_strongest_first():
 
 
 def test_edge_cases_fail_or_succeed_cleanly(monkeypatch):
-    """Duplicated inputs (issue 24; nearly singular R, every variable a neighbour): right. A
-    singular neighbour block (Problem refuses a singular R, so it is simulated): a failed
+    """Duplicated inputs (nearly singular R, every variable a neighbour): right. A singular
+    neighbour block (Problem refuses a singular R, so it is simulated): a failed
     estimate naming it, not a crash."""
     problem = duplicated_pairs()
     est = VecchiaTilting().estimate(problem, 4000, np.random.default_rng(0))
