@@ -1,7 +1,7 @@
-"""A problem found by the spec a user writes (harness.analysis.names) and the notebook's figure
-(issue 23, item 9): one CSV under two kernels is two problems; `plot_time_error(table,
-"data.csv:kernel=rbf,alpha=2,beta=1")` finds its problem; `metric="mae"` without a truth says
-why; the saved figure keeps its whole legend."""
+"""A problem found by the spec a user writes (harness.analysis.names) and the notebook's figure: one
+CSV under two kernels is two problems; `plot_time_error(table,
+"data.csv:kernel=rbf,alpha=2,beta=1")` finds its problem; `metric="mae"` without a truth says why;
+the saved figure keeps its whole legend."""
 
 from __future__ import annotations
 

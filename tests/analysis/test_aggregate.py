@@ -1,4 +1,6 @@
-"""Report metrics on hand-made stores with known answers (no figures drawn, fast)."""
+"""The report's metrics (harness.analysis.aggregate: errors against the truth, aggregation, the
+consensus, the best method at equal time) and the tables and formats that show them, on
+hand-made stores with known answers (no figures drawn, fast)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from harness.report import reproduction as rep
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 HARD, SOFT = "rejection-bootstrap[count=hard]", "rejection-bootstrap"
 TRUE_LZ = -100.0
 

@@ -1,9 +1,9 @@
-"""The report's first page (issue 23, item 2): the verdict per problem and accuracy target, the
-leaderboard, the calibration's headline and readable problem titles; everything else collapsed
-in the HTML and in the PDF's appendix.
+"""The report's first page (harness.analysis.verdict, harness.report.verdict_section): the verdict
+per problem and accuracy target, the leaderboard, the calibration's headline and readable problem
+titles; everything else collapsed in the HTML and in the PDF's appendix.
 
 Hand-made stores with known answers check the verdict's numbers; the page itself, in headless
-Chromium and in the PDF, is checked on test_report_render's small real store.
+Chromium and in the PDF, is checked on tests/report/test_build_render.py's small real store.
 """
 
 from __future__ import annotations

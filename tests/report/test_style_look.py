@@ -1,6 +1,7 @@
-"""How the report looks (issue 23, items 2 and 3): distinct colour-blind-safe colours for every
-method, plugins included; tick labels that never run into each other; PDF tables that fit the
-page, with method names in ink beside a swatch; no repeated rows in the best-method table."""
+"""How the report looks (harness.report.style, colours, figures, pdf_tables): distinct
+colour-blind-safe colours for every method, plugins included; tick labels that never run into each
+other; PDF tables that fit the page, with method names in ink beside a swatch; no repeated rows in
+the best-method table."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_every_registered_method_has_a_fixed_colour():
 
 
 def test_colours_are_distinct_for_colour_blind_readers_too():
-    """Issue 23: a plugin got #0173b2 beside sov's #1f77b4. Any two colours of a report with
+    """A plugin once got #0173b2 beside sov's #1f77b4. Any two colours of a report with
     every registered method and eight plugins differ by ΔE >= 12 under normal, deuteranopic
     and protanopic vision, and each is visible on white."""
     palette = Palette([*KNOWN, *PLUGINS])
@@ -66,7 +67,7 @@ def _overlaps(ax) -> list[tuple[str, str]]:
 
 
 def test_log_tick_labels_do_not_run_into_each_other():
-    """Issue 23: '0.0030.004' on an axis of about two decades with one decade tick in view."""
+    """Once '0.0030.004' on an axis of about two decades with one decade tick in view."""
     bad = []
     with style_context():
         fig, (ax,) = _new(1)            # the report's narrowest panel: 4.9 inches
@@ -131,7 +132,7 @@ def test_pdf_tables_fit_the_page_and_draw_names_in_ink(tmp_path, monkeypatch):
 
 
 def test_best_table_has_no_repeated_rows(tmp_path):
-    """Issue 23: CPU-time levels with the same best method, budget and runner-up gave the same
+    """CPU-time levels with the same best method, budget and runner-up once gave the same
     row twice; they now share one row whose level is a range."""
     recs = []
     for i in range(3):

@@ -1,4 +1,4 @@
-"""`python -m harness compare` (issue 23, item 4): ratios of geometric means with Welch t
+"""`python -m harness compare` (harness.analysis.compare): ratios of geometric means with Welch t
 intervals on the logs, the flagging rule, pairing, one yardstick, and two real runs of a sweep
 in which one method changed: that method is flagged and no other."""
 

@@ -178,7 +178,7 @@ def tune_report(tmp_path_factory):
 
 def test_tuning_section_renders_in_headless_chromium(tune_report, tmp_path):
     from PIL import Image
-    from test_report_render import _chromium, _run_chromium, opened
+    from test_build_render import _chromium, _run_chromium, opened
 
     exe = _chromium()
     shot = tmp_path / "page.png"

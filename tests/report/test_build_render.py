@@ -170,7 +170,7 @@ def test_pdf_first_page_renders(report, tmp_path):
         assert n_pages >= 5            # summary, problem, 3 figures, failures, environment
 
 
-# ---- page one: the verdict (issue 23) ----------------------------------------------------
+# ---- page one: the verdict ------------------------------------------------------------------
 def test_html_opens_with_the_verdict_and_collapses_the_rest(report):
     html = report["html"]
     front, rest = html.split('<h2 id="details">', 1)
@@ -198,7 +198,7 @@ addEventListener("load", () => {
 
 
 def test_tables_fit_1400_pixels_in_headless_chromium(report, tmp_path):
-    """Issue 23: the best-method table's columns were cut off at 1,400 px (unbreakable specs,
+    """The best-method table's columns were once cut off at 1,400 px (unbreakable specs,
     headers that never wrap). Every table of the report, all parts open, fits without
     scrolling."""
     exe = _chromium()

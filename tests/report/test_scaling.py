@@ -1,4 +1,4 @@
-"""The report's "Cost against N" section (harness.report.scaling, issue 14).
+"""The report's "Cost against N" section (harness.report.scaling).
 
 Hand-made stores with planted growth laws check the numbers (exponents, the fixed budget, the
 error column); a small real store (onefactor N = 64, 128, 256, two fast methods through
@@ -139,7 +139,7 @@ def _series_store(tmp_path, problems):
 
 
 def test_no_fit_from_two_sizes_or_from_two_different_problems(tmp_path):
-    """Issue 23: 'hmc: ~N^-12.34' came from two different problems at two sizes."""
+    """Once, 'hmc: ~N^-12.34' came from two different problems at two sizes."""
     two = _series_store(tmp_path, [("p1", 100, {"sd": 0.5}), ("p2", 200, {"sd": 2.0})])
     assert scaling_section.sections(two, Palette(two.methods)) == []
     assert scaling.series(two) == {}
