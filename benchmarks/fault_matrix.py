@@ -1,6 +1,6 @@
 """Fault matrix: small sweeps run under one fault each, every store compared with a clean run.
 
-Real processes throughout (tests/harness/sweep/sweep_helpers.py): a `dask scheduler`, `dask
+Real processes throughout (tests/sweep/sweep_helpers.py): a `dask scheduler`, `dask
 worker`s (with nannies where the fault needs one) or the sweep's own local cluster, and the
 sweep client as `python -m harness sweep`. The sweep is 40 jobs of rejection-bootstrap on
 onefactor:n=100 (~0.1 s each). For each fault the table gives:
@@ -54,7 +54,7 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "harness" / "sweep"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sweep"))
 from sweep_helpers import (  # noqa: E402
     KILLER,
     DaskProcesses,

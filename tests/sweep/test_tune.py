@@ -82,7 +82,7 @@ def test_estimate_job_ids_are_unchanged():
     jobs = plan(parse_sweep(BASE, "t.toml"))
     assert jobs[0].kind == "estimate" and "kind" not in jobs[0].key
     # pinned: computed before the job kinds existed; re-pinned when rejection-bootstrap gained
-    # the `populations` setting (issue 21: its default estimate changed, so new jobs)
+    # the `populations` setting (its default estimate changed, so new jobs)
     assert [j.job_id for j in jobs[:2]] == [
         "44961c2fc8dec8a356c8325e4ae913abab14ccfbc3aa6b89c179119c7117644b",
         "9219aa8660fbf6cffb514b56f0a565a4a621ceff700f6d94ba8544a74f93beae"]
@@ -146,7 +146,7 @@ def test_shipped_tune_sweeps_are_valid(name, strategies, truth, capsys):
     from harness.cli.main import main
     from harness.sweep.spec import load_sweep
 
-    path = Path(__file__).resolve().parents[3] / "sweeps" / f"{name}.toml"
+    path = Path(__file__).resolve().parents[2] / "sweeps" / f"{name}.toml"
     sweep = load_sweep(path)
     assert sweep.kind == "tune" and sweep.tune.strategies == strategies
     assert all(p.summary.get("truth_kind") == truth for p in sweep.problems)

@@ -105,7 +105,7 @@ def test_an_erroring_method_at_some_points_leaves_the_others(monkeypatch):
     statuses = [e["status"] for e in record["evaluations"]]
     assert statuses == ["failed", "ok", "ok", "error", "error"]
     assert record["evaluations"][3]["reason"].startswith(
-        "RuntimeError: boom (test_tuning_job.py:")   # the raising line (harness.model.debugging)
+        "RuntimeError: boom (test_job.py:")   # the raising line (harness.model.debugging)
     assert record["status"] == "ok" and record["chosen"]["scale"] in (0.31622776601683794, 1.0)
 
 

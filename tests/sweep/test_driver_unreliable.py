@@ -1,5 +1,5 @@
 """A sweep stores degenerate estimates as `unreliable`, counts them in its summary, and the
-store's readers (load_results, export) carry the status, reason and numbers (issue 17)."""
+store's readers (load_results, export) carry the status, reason and numbers."""
 
 from __future__ import annotations
 

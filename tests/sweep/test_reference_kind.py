@@ -107,7 +107,7 @@ def test_references_sweep_file_matches_the_shipped_references():
     from harness.sweep.reference_kind import _expected, _matches
     from harness.sweep.spec import load_sweep
 
-    root = Path(__file__).resolve().parents[3]
+    root = Path(__file__).resolve().parents[2]
     try:
         sweep = load_sweep(root / "sweeps" / "references.toml")
     except InputError as exc:   # the real data sets need gpc-harness[data]

@@ -14,7 +14,7 @@ from harness.plugins.registry import get_method, methods
 from harness.sweep.plan import incompatible, plan
 from harness.sweep.spec import load_sweep, parse_sweep
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 BASE = """\
 name = "t"

@@ -1,4 +1,4 @@
-"""sweeps/scale.toml (issue 14): parsed and planned without building its problems (as the
+"""sweeps/scale.toml: parsed and planned without building its problems (as the
 paper-*.toml files are), and the same file at small N through `sweep --check`, which builds
 every problem and checks every method's settings against every budget."""
 
@@ -12,7 +12,7 @@ from harness.plugins.registry import get_method
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SCALE = ROOT / "sweeps" / "scale.toml"
 SIZES = [1024 * 2**k for k in range(7)]          # 1,024 … 65,536
 EXACT = {"sov-tlr", "sov", "sir", "minimax-tilting", "rejection-bootstrap", "ess", "hmc"}

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from sweep_helpers import refused, wait_for
-from test_sweep_store import threads_cluster  # noqa: F401 - a fixture
+from test_driver_store import threads_cluster  # noqa: F401 - a fixture
 
 from harness.cli.main import main
 from harness.execution.store import ResultStore
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep, parse_sweep
 
-TOY_FILE = Path(__file__).parents[2] / "helpers" / "toy_split_method.py"
+TOY_FILE = Path(__file__).parents[1] / "helpers" / "toy_split_method.py"
 
 SPLIT = """\
 name = "splitting"

@@ -1,6 +1,6 @@
-"""A sweep on a store that fills up (issue 17, failure 4): exit 2 with one line, the finished
-results held in a side file, and a rerun after freeing space that imports them and runs
-only the rest; and two real sweep clients on one store (failure 5)."""
+"""A sweep on a store that fills up: exit 2 with one line, the finished results held in a side
+file, and a rerun after freeing space that imports them and runs only the rest; and two real
+sweep clients on one store."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 
 from harness.sweep.spec import load_sweep
 
-SWEEPS = sorted((Path(__file__).resolve().parents[3] / "sweeps").glob("*.toml"))
+SWEEPS = sorted((Path(__file__).resolve().parents[2] / "sweeps").glob("*.toml"))
 
 
 def test_the_bundled_sweeps_are_found():

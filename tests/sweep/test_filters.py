@@ -1,4 +1,4 @@
-"""`sweep` filters on the command line (issue 23, item 5): a sweep from --problem, --method
+"""`sweep` filters on the command line (harness.sweep.filters): a sweep from --problem, --method
 (--set), --budget and --replicates alone, and the same flags running part of a sweep file,
 with the job ids (store keys) of the full file."""
 
@@ -23,7 +23,7 @@ from harness.sweep.filters import (
 from harness.sweep.plan import plan
 from harness.sweep.spec import load_sweep, parse_sweep
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 FILE = """\
 name = "mine"
 seed = 0

@@ -107,7 +107,7 @@ def test_run_job_error_reasons_name_the_raising_line(monkeypatch, stage):
     line = broken.__code__.co_firstlineno + 1
     assert record["status"] == "error"
     assert record["reason"] == ("ValueError: range() arg 3 must not be zero "
-                                f"(test_sweep_execute.py:{line} in broken)")
+                                f"(test_execute.py:{line} in broken)")
 
 
 def test_run_job_records_warnings(monkeypatch):

@@ -1,7 +1,7 @@
 """Grid and explore-then-exploit tuning of the linear kernel's scale against the exact optimum
 (harness/tuning/strategies.py through run_tune_job; docs/math.md §3b, §12).
 
-Pass criterion (issue 9): the chosen scale is within one grid step (log units) of the exact
+Pass criterion: the chosen scale is within one grid step (log units) of the exact
 optimum. On this problem the grid points within a step of the optimum beat every other grid
 point by a gap of >= 0.13 nats of exact log Z; each test first checks that the standard errors
 of the final-budget evaluations make a wrong choice a > 4-sigma event (every far point's exact
