@@ -33,7 +33,7 @@ class Terminal(io.StringIO):
 
 
 def test_run_on_a_pseudo_terminal_shows_its_phases_with_an_eta():
-    """The issue's case in small (an 8,000-point CSV is measured by hand): the tile-low-rank
+    """The reported case in small (an 8,000-point CSV is measured by hand): the tile-low-rank
     factorisation and the sampling draw a bar with an ETA on stderr, before the result."""
     import fcntl
     import struct

@@ -1,8 +1,7 @@
-"""Conventions shared by the subcommands (harness.cli.args) and messages that say what happened
-(issue 23, items 7 and 8): --json for data, the problem and the method named positionally or
-as options, one meaning of --out, the last sweep's store, all-failed plugins, NaNs blamed on
-the plugin, estimates far from the truth said in words, rounded numbers, a TLR factor that is
-not low-rank."""
+"""Conventions shared by the subcommands (harness.cli.args) and messages that say what happened:
+--json for data, the problem and the method named positionally or as options, one meaning of --out,
+the last sweep's store, all-failed plugins, NaNs blamed on the plugin, estimates far from the truth
+said in words, rounded numbers, a TLR factor that is not low-rank."""
 
 from __future__ import annotations
 

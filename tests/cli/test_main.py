@@ -1,4 +1,4 @@
-"""The command line (`python -m harness`, harness/cli.py): `list`, `run --json`, and one clear
+"""The command line (`python -m harness`, harness/cli/main.py): `list`, `run --json`, and one clear
 line on stderr with exit code 2 for every kind of bad input, never a traceback.
 
 A few cases run the real executable in a subprocess; the rest call harness.cli.main(argv)."""
@@ -275,7 +275,7 @@ def test_bad_input(capsys, bad_files, build, fragments):
     assert_one_line_error(code, out, err, *fragments)
 
 
-# one case of each kind the issue names, through the real executable
+# one case of each kind of bad input, through the real executable
 SUBPROCESS_CASES = [case for case in BAD_INPUTS if case[0] in {
     "unknown method", "unknown family", "malformed spec", "file without arrays",
     "labels not pm1", "nan features", "non-PD covariance", "budget 0", "budget -5",
