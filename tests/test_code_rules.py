@@ -20,7 +20,8 @@ from harness.plugins.registry import methods
 MAX_CHAIN = 4              # the method, Method and at most two small mixins
 MAX_DOCSTRING_LINES = 40
 ISSUE_NUMBER = re.compile(r"\bissues?\s+#?\d+|#\d{1,3}\b(?!\w)", re.IGNORECASE)
-CODE_FOLDERS = ("harness", "methods", "datasets", "benchmarks")
+CODE_FOLDERS = ("harness", "methods", "datasets", "benchmarks",   # and every folder of tests/
+                *sorted(f"tests/{p.name}" for p in (ROOT / "tests").iterdir() if p.is_dir()))
 
 
 def python_files(folders=CODE_FOLDERS) -> list[Path]:

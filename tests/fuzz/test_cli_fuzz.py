@@ -1,5 +1,5 @@
-"""Fuzz the command line's inputs (issue 17, failure 6): every case ends with exit 0, or exit 2
-and exactly one `error:` line on stderr (no traceback), within a hard time bound.
+"""Fuzz the command line's inputs: every case ends with exit 0, or exit 2 and exactly one `error:`
+line on stderr (no traceback), within a hard time bound.
 
 The CLI runs in this process (harness.cli.main with an argv) so that each case costs
 milliseconds; `run` cases use tiny problems and budgets (a case that is accepted must finish

@@ -1,5 +1,5 @@
-"""Plain regression tests of the inputs the fuzzing of issue 17 (failure 6) found: each was a
-traceback or a hang and is now exit 2 with one line naming the field and the limit."""
+"""Plain regression tests of the inputs the fuzzing of the command line found: each was a traceback
+or a hang and is now exit 2 with one line naming the field and the limit."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def check_sweep(tmp_path, text: str) -> str:
 BASE = 'budgets = [10]\nproblems = ["onefactor:n=5"]\n[methods.sov]\n'
 
 
-# ---- the five failures the issue names --------------------------------------------------------
+# ---- the five failures the fuzzing found first ---------------------------------------------
 def test_deeply_nested_toml_is_refused_in_one_line(tmp_path):
     line = check_sweep(tmp_path, "budgets = " + "[" * 2000 + "1" + "]" * 2000 + "\n")
     assert "nests arrays or tables too deeply" in line

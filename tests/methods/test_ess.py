@@ -63,7 +63,7 @@ def test_chains_start_where_gpml_starts():
 @pytest.mark.slow
 def test_gpml_default_settings_on_p3(capsys):
     """The paper's peer at its defaults on P3 (N = 400): 200 samples, skip 40, 10 burn-in,
-    3 AIS runs; prints the CPU time for the issue's closing note."""
+    3 AIS runs; prints the CPU time."""
     import time
 
     problem = LINEAR1D.make(LINEAR1D.presets["linear1d-p3"])

@@ -86,7 +86,7 @@ def test_bad_settings(setting, value):
         RejectionBootstrap(**{setting: value}).check_settings()
 
 
-# ---- the accuracy targets at M = 1e5 (paper Tables 1-3) --------------------------
+# ---- accuracy targets at M = 1e5 (paper Tables 1-3) ------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("count, factor", [("soft", 1.0), ("hard", 2.0)])
 def test_onefactor_500_at_1e5(count, factor):

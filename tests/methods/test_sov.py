@@ -238,7 +238,7 @@ def test_rbf_large_n_family_runs():
     assert problem.family == "gauss2class" and problem.truth is None
 
 
-# ---- the issue's accuracy targets at 1e4 points ------------------------------------------
+# ---- accuracy targets at 1e4 points ------------------------------------------------------
 @pytest.mark.slow
 def test_onefactor_500_at_1e4():
     """Median MAPE of log I over 5 seeds <= 0.02 % (measured: ~0.002 %)."""

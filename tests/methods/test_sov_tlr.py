@@ -168,7 +168,7 @@ def test_auto_is_dense_at_small_n():
     assert est.diagnostics["factorisation"] == "dense"
 
 
-# ---- the agreement check ------------------------------------------------------------
+# ---- agreement with sov -----------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("n, budget", [(1000, 10_000), (4000, 2000)])
 def test_agrees_with_sov_on_large_onefactor(n, budget):
