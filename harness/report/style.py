@@ -37,6 +37,7 @@ KNOWN = {
     "vb-meanfield": "#a578ff",
     "vecchia-sov": "#0000ff",
     "vecchia-tilting": "#007777",
+    "vecchia-sir": "#772200",
 }
 
 RC = {
