@@ -20,8 +20,7 @@ from harness.plugins.registry import methods
 MAX_CHAIN = 4              # the method, Method and at most two small mixins
 MAX_DOCSTRING_LINES = 40
 ISSUE_NUMBER = re.compile(r"\bissues?\s+#?\d+|#\d{1,3}\b(?!\w)", re.IGNORECASE)
-CODE_FOLDERS = ("harness", "methods", "datasets", "benchmarks",   # and every folder of tests/
-                *sorted(f"tests/{p.name}" for p in (ROOT / "tests").iterdir() if p.is_dir()))
+CODE_FOLDERS = ("harness", "methods", "datasets", "benchmarks", "tests", "tools")
 
 
 def python_files(folders=CODE_FOLDERS) -> list[Path]:
@@ -81,8 +80,11 @@ def test_no_issue_numbers_in_the_code():
 
 
 def test_the_rules_see_what_they_forbid(tmp_path):
-    assert ISSUE_NUMBER.search("the check of issue 17") and ISSUE_NUMBER.search("(Issue 5)")
-    assert ISSUE_NUMBER.search("see #12") and not ISSUE_NUMBER.search("an issue with 3 parts")
+    number, hash_ = "17", "#"      # built, so this file passes its own rule
+    assert ISSUE_NUMBER.search("the check of issue " + number)
+    assert ISSUE_NUMBER.search("(Issue " + number + ")")
+    assert ISSUE_NUMBER.search("see " + hash_ + number)
+    assert not ISSUE_NUMBER.search("an issue with 3 parts")
     long = tmp_path / "long.py"
     long.write_text('"""' + "\n" * 41 + '"""\nx = 1\n')
     assert docstring_lines(long) == 42
