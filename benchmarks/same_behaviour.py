@@ -8,11 +8,17 @@ job's record without its measured fields (times, memory peaks, provenance), and 
 estimate of every registered method over a grid of sizes. `compare` reads two such folders and
 prints, per method, how many jobs are bit-identical on every non-measured field (estimates,
 standard errors, test probabilities, diagnostics, statuses and reasons), and every difference.
+`agree` is the check of a change that moves the last bits (other special functions, say): per
+method, how many jobs have log Z and every test probability within K combined standard errors
+of the version before, sqrt(se_before² + se_after²) (a method that gives its test
+probabilities without SEs, an MCMC average, is judged on log Z and its test errors against the
+truth are shown), and every status that changed, with its reasons.
 
     # the version before, installed in its own environment, run from outside the checkout
     /tmp/venv-before/bin/python benchmarks/same_behaviour.py record --out /tmp/before
     python benchmarks/same_behaviour.py record --out /tmp/after
     python benchmarks/same_behaviour.py compare /tmp/before /tmp/after
+    python benchmarks/same_behaviour.py agree /tmp/before /tmp/after --within 3
     # speed, in one run: each estimate timed in both versions, alternately
     python benchmarks/same_behaviour.py speed /tmp/venv-before/bin/python /tmp/venv-after/bin/python
 
@@ -172,6 +178,73 @@ def compare(before: Path, after: Path) -> int:
     return 0 if identical == total and mem_same == len(set(mem_a) & set(mem_b)) else 1
 
 
+def _within(a, sa, b, sb, k: float) -> bool:
+    """|a - b| <= k sqrt(sa² + sb²); without standard errors (a deterministic method), equal
+    to 1e-9 relatively."""
+    if a is None or b is None:
+        return a is None and b is None
+    if any(isinstance(v, float) and math.isnan(v) for v in (a, b)):
+        return all(isinstance(v, float) and math.isnan(v) for v in (a, b))
+    scale = math.hypot(sa or 0.0, sb or 0.0)
+    return abs(a - b) <= (k * scale if scale > 0 else 1e-9 * max(1.0, abs(a)))
+
+
+def agree(before: Path, after: Path, k: float) -> int:
+    a = json.loads((before / "records.json").read_text())["records"]
+    b = json.loads((after / "records.json").read_text())["records"]
+    rows: dict[str, Counter] = defaultdict(Counter)
+    mae: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+    changed, off = [], []
+    for job in sorted(set(a) & set(b)):
+        ra, rb = a[job], b[job]
+        group = f"{job.split('/')[0]}: {rb.get('method_name', rb.get('method'))}"
+        rows[group]["jobs"] += 1
+        lz = _within(ra.get("log_marginal_likelihood"), ra.get("log_marginal_likelihood_se"),
+                     rb.get("log_marginal_likelihood"), rb.get("log_marginal_likelihood_se"), k)
+        pa, pb = ra.get("test_probabilities") or [], rb.get("test_probabilities") or []
+        sa, sb = ra.get("test_probabilities_se"), rb.get("test_probabilities_se")
+        unmoved = len(pa) == len(pb) and all(_within(x, None, y, None, k)
+                                             for x, y in zip(pa, pb, strict=True))
+        if pa and (sa is None or sb is None) and not unmoved:   # no SE (an MCMC average):
+            probs = True          # judged on log Z, the test errors against truth shown apart
+            rows[group]["no test SE"] += 1
+            mae[group][0].append(ra.get("mae"))
+            mae[group][1].append(rb.get("mae"))
+        else:
+            sa, sb = sa or [None] * len(pa), sb or [None] * len(pb)
+            probs = len(pa) == len(pb) and all(_within(*v, k) for v in zip(pa, sa, pb, sb,
+                                                                             strict=True))
+        rows[group]["agree"] += lz and probs
+        rows[group]["identical"] += same(strip(ra), strip(rb))
+        if not (lz and probs):
+            off.append(f"{job} ({rb.get('method')}, {rb.get('problem')}): "
+                       f"{'log Z' if not lz else ''}{' test probabilities' if not probs else ''}")
+        if ra.get("status") != rb.get("status"):
+            rows[group]["status changed"] += 1
+            changed.append(f"{job} ({rb.get('method')}, {rb.get('problem')}, budget "
+                           f"{rb.get('budget')}): {ra.get('status')} -> {rb.get('status')}; "
+                           f"before: {ra.get('reason') or '-'}; after: {rb.get('reason') or '-'}")
+    print(f"{'sweep: method':<36} {'jobs':>5} {'agree':>6} {'identical':>9} {'status changed':>15}")
+    for group in sorted(rows):
+        c = rows[group]
+        print(f"{group:<36} {c['jobs']:>5} {c['agree']:>6} {c['identical']:>9} "
+              f"{c['status changed']:>15}")
+    total = sum(c["jobs"] for c in rows.values())
+    agreeing = sum(c["agree"] for c in rows.values())
+    print(f"{agreeing} of {total} jobs within {k:g} combined SE ({100 * agreeing / total:.1f} %); "
+          f"{len(changed)} statuses changed")
+    for group, (before_mae, after_mae) in sorted(mae.items()):
+        mean = [sum(v for v in m if v is not None) / max(1, len(m)) for m in (before_mae,
+                                                                               after_mae)]
+        print(f"{group}: {len(before_mae)} jobs without test-probability SEs (judged on log Z; "
+              f"their test MAE against truth: mean {mean[0]:.4f} before, {mean[1]:.4f} after)")
+    for line in off:
+        print("  off: " + line)
+    for line in changed:
+        print("  status: " + line)
+    return 0
+
+
 SPEED_CASES = [   # (problem, method, settings, budget): every engine path at a size that counts
     ("linear1d:n_train=1000,n_test=50", "sov", {}, 10_000),
     ("markov1d:n_train=4096,n_test=50,rho=0.9", "sov-tlr", {"reorder": "kdtree"}, 2_000),
@@ -238,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     cmp = sub.add_parser("compare", help="compare two recorded folders")
     cmp.add_argument("before", type=Path)
     cmp.add_argument("after", type=Path)
+    agr = sub.add_parser("agree", help="jobs within K combined SEs, and status changes")
+    agr.add_argument("before", type=Path)
+    agr.add_argument("after", type=Path)
+    agr.add_argument("--within", type=float, default=3.0, help="K (default 3)")
     spd = sub.add_parser("speed", help="time each estimate in two Pythons, alternately")
     spd.add_argument("before", help="the Python of the version before")
     spd.add_argument("after", help="the Python of the version after")
@@ -245,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "speed":
         return speed(args.before, args.after, args.repeats)
+    if args.command == "agree":
+        return agree(args.before, args.after, args.within)
     if args.command == "record":
         record(args.out, args.sweep or list(SWEEP_FILES), args.workers)
         return 0

@@ -108,7 +108,8 @@ def as_method(method: Any, settings: dict[str, Any]) -> Method:
 
 
 def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0,
-             memory_limit: int | str | None = None, **settings: Any) -> Result:
+             memory_limit: int | str | None = None, threads: int | None = None,
+             **settings: Any) -> Result:
     """Run `method` on `problem` at `budget` and compare with the truth, like `run --json`.
 
     The same seed gives the same numbers as `python -m harness run ... --seed` (both run
@@ -128,6 +129,9 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
     memory_limit : int, str or None
         The largest estimated peak memory (harness.model.footprint) allowed: "8GB", or bytes;
         None: the memory available.
+    threads : int or None
+        Threads of the estimate (BLAS and the compiled kernels; harness.core.threads), as
+        `run --threads`; None: the cores this process may use. The numbers do not depend on it.
     **settings
         The method's settings, as `--set key=value` gives them.
 
@@ -142,14 +146,19 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
         On bad input, and, before it runs, for a job whose estimated peak memory exceeds
         `memory_limit` (as `run` does).
     """
+    from harness.core.threads import available_cores, compute_threads
     from harness.execution.single import run_numbers, run_single
     from harness.model.footprint import memory_limit as footprint_limit
 
     budget, seed = run_numbers(budget, seed)
     the_method = as_method(method, settings)
     the_problem = as_problem(problem)
-    return Result(run_single(the_problem, the_method, budget, seed,
-                             *footprint_limit(memory_limit, "memory_limit")))
+    n_threads = available_cores() if threads is None else int(threads)
+    if n_threads < 1:
+        raise InputError("threads", f"must be at least 1, not {threads}", "threads=1 or more")
+    with compute_threads(n_threads):
+        return Result(run_single(the_problem, the_method, budget, seed,
+                                 *footprint_limit(memory_limit, "memory_limit")))
 
 
 def load_results(store: str | os.PathLike):

@@ -14,7 +14,7 @@ over the kept samples (harness/model/latent.py).
 Implementation: the chains live in signed coordinates g = y ⊙ f (ℓ = Σ log Φ(g_i)); the prior
 draws of a whole block of `skip` transitions for every chain come from one GEMM with the
 cached Cholesky factor of K_j, and the slice loop is compiled (numba), chain after chain, with
-log Φ from harness.model.latent.log_ndtr. A rejected proposal stops evaluating ℓ as soon as its
+log Φ from harness.core.special.log_ndtr_. A rejected proposal stops evaluating ℓ as soon as its
 partial sum is below the level (every log Φ term is negative), which saves about a third of
 the likelihood evaluations.
 
@@ -31,8 +31,9 @@ import math
 import numpy as np
 from numba import njit
 
+from harness.core.special import log_ndtr_
 from harness.engine.ais import AnnealedMethod, Kernel
-from harness.model.latent import GPML_JITTER, LatentPrior, log_ndtr
+from harness.model.latent import GPML_JITTER, LatentPrior
 from harness.model.method import Method
 from harness.model.problem import Problem
 
@@ -66,7 +67,7 @@ def _ess_block(G, LL, chains, taus, NU, rng, max_shrinks, proposals, buf):
                 for i in range(n):
                     v = G[c, i] * ct + NU[s, a, i] * st
                     buf[i] = v
-                    lp += log_ndtr(v)
+                    lp += log_ndtr_(v)
                     # every term is <= 0: stop once the proposal is surely off the slice
                     if (i & 63) == 63 and tau > 0.0 and tau * lp <= log_y and not forced:
                         complete = False

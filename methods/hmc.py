@@ -38,11 +38,12 @@ import numpy as np
 from numba import njit
 from scipy.special import log_ndtr as sp_log_ndtr
 
+from harness.core.special import log_ndtr_
 from harness.engine.ais import CONSTRAINTS as ANNEALING
 from harness.engine.ais import AnnealedMethod, Kernel
 from harness.model.constraints import Integer, Number
 from harness.model.footprint import MemoryEstimate, dense
-from harness.model.latent import GPML_JITTER, LatentPrior, inv_mills, log_ndtr
+from harness.model.latent import GPML_JITTER, LatentPrior, inv_mills
 from harness.model.method import Method
 from harness.model.problem import Problem
 
@@ -55,7 +56,7 @@ def _loglik_grad(g, m):
     for a in range(k):
         s = 0.0
         for i in range(n):
-            lc = log_ndtr(g[a, i])
+            lc = log_ndtr_(g[a, i])
             s += lc
             m[a, i] = inv_mills(g[a, i], lc)
         ll[a] = s

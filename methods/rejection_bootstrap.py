@@ -31,13 +31,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtr
+from scipy.special import logsumexp
 
 from harness.core.partdata import plain
 from harness.core.progress import advance
 from harness.core.qmc import batch_error, ratio_standard_error, split_budget
 from harness.core.rowops import warm_up
 from harness.core.sequential import CholeskyWalk, Resample, sampling
+from harness.core.special import log_ndtr, ndtr
 from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method

@@ -27,7 +27,7 @@ def test_estimate_is_a_function_with_its_own_signature():
     assert harness.Estimate is Estimate and harness.Method and harness.Problem
     assert inspect.isfunction(harness.estimate)
     assert list(inspect.signature(harness.estimate).parameters) == [
-        "problem", "method", "budget", "seed", "memory_limit", "settings"]
+        "problem", "method", "budget", "seed", "memory_limit", "threads", "settings"]
     assert harness.estimate.__doc__.startswith("Run `method` on `problem` at `budget`")
     r = harness.estimate("onefactor:n=5", "sov", 200)
     assert r.status == "ok" and r.log_marginal_likelihood < 0

@@ -29,7 +29,7 @@ FIRST = ("job_id", "sweep", "problem", "problem_spec", "family", "method", "meth
          "exact_method", "budget", "budget_unit", "replicate", "seed", "status", "reason",
          "log_marginal_likelihood", "log_marginal_likelihood_se", "truth_kind",
          "true_log_marginal_likelihood", *METRICS, *PREDICTIVE, "cpu_seconds",
-         "process_cpu_seconds", "wall_seconds", "job_wall_seconds", "setup_cpu_seconds",
+         "process_cpu_seconds", "wall_seconds", "threads", "job_wall_seconds", "setup_cpu_seconds",
          "setup_wall_seconds", "setup_cached", "peak_memory_mb", "n_train", "n_test",
          "time_limit", "worker", "finished_at")
 LAST = ("test_probabilities",)

@@ -15,6 +15,7 @@ from harness.cli.args import (
 from harness.cli.progress_bars import progress_bars
 from harness.core.errors import InputError
 from harness.core.progress import phase
+from harness.core.threads import available_cores, compute_threads
 from harness.model.settings import parse_int
 
 
@@ -31,6 +32,10 @@ def setup(p):
     p.add_argument("--memory-limit", metavar="BYTES",
                    help="refuse a job whose estimated peak memory is larger (e.g. 8GB, 512MiB); "
                    "default: the memory available now (MemAvailable of /proc/meminfo)")
+    p.add_argument("--threads", metavar="N",
+                   help="threads of the estimate (BLAS and the compiled kernels); its CPU time "
+                   "counts all of them; default: the cores this process may use "
+                   f"({available_cores()} here); a sweep runs one per worker")
     p.add_argument("--raise", dest="raise_errors", action="store_true",
                    help="re-raise an exception of the method with its full traceback "
                         "(default: status error, the reason naming the file and line)")
@@ -67,7 +72,9 @@ def run(args) -> int:
         check_options(args.scheduler, workers, None)
         parts = "auto" if args.parts in (None, "auto") else parse_int("--parts", args.parts, 1)
     limit, where = memory_limit(args.memory_limit, "--memory-limit")
-    with progress_bars(args):
+    n_threads = (available_cores() if args.threads is None
+                 else parse_int("--threads", args.threads, 1))
+    with progress_bars(args), compute_threads(n_threads):
         with phase("building the problem"):
             problem = build_problem(args.problem, "--problem", limit, where)
         record = run_single(

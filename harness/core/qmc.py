@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.core import special
 from harness.core.errors import InputError
 
 KINDS = ("sobol", "lattice", "random")
@@ -198,8 +199,7 @@ class PointSet:
         else:
             E, rows = self.uniforms(a, b)
             np.minimum(E, 1.0 - 2.0**-53, out=E)   # the tent can reach 1 exactly
-            np.negative(E, out=E)
-            np.log1p(E, out=E)
+            special.log1m(E, out=E)
         np.minimum(E, _NEG_TINY, out=E)
         return E, rows
 

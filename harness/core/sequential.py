@@ -32,6 +32,7 @@ import numpy as np
 from harness.core.deadline import check_deadline
 from harness.core.progress import advance, phase
 from harness.core.rowops import copy_rows, gather_rows
+from harness.core.threads import matmul_rows
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class CholeskyWalk:
     # ---- hooks (a structured factor, e.g. tile-low-rank, overrides these) ----------------
     def _block_means(self, Z: np.ndarray, i0: int, i1: int, out: np.ndarray) -> None:
         """out = conditional means of variables i0..i1-1 given the history Z[:, :i0]."""
-        np.matmul(Z[:, :i0], self.L[i0:i1, :i0].T, out=out)
+        matmul_rows(Z[:, :i0], self.L[i0:i1, :i0].T, out)   # on the threads in force
 
     def _diagonal_block(self, i0: int, i1: int) -> np.ndarray:
         """L[i0:i1, i0:i1]: the in-block corrections read its strictly lower part."""
@@ -122,6 +123,7 @@ class CholeskyWalk:
         # is one contiguous row, and resampling copies exactly kb numbers per particle.
         W_full = np.empty((n, k))
         enter = getattr(step, "enter_block", None)
+        fused = getattr(step, "fused_block", None)
         for i0 in range(0, N, k):
             check_deadline()  # cooperative per-job CPU-time limit (harness.core.deadline)
             i1 = min(i0 + k, N)
@@ -135,7 +137,9 @@ class CholeskyWalk:
             if enter is not None:
                 enter(i0, i1, W, D)
             anc = None  # row of the history (as of block start) each particle descends from
-            for o in range(kb):
+            if fused is not None:   # the step does the whole block itself (no resampling)
+                fused(i0, i1, W, D, self.pivots[i0:i1])
+            for o in range(kb if fused is None else 0):
                 j = i0 + o
                 c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
                 z, resample = step(j, c / self.pivots[j])

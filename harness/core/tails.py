@@ -83,6 +83,8 @@ def pareto_k(log_w: np.ndarray, S: int | None = None) -> float:
     if not np.isfinite(top[-1]):
         return float("nan")
     x = top - top[-1]
+    if -x[0] <= 64 * np.finfo(float).eps * max(1.0, abs(top[-1])):
+        return float("inf")               # equal up to rounding: ties, as below
     cut = max(x[0], _LOG_TINY)            # the (M+1)-th largest: the threshold
     tail = x[1:][x[1:] > cut]
     if len(tail) <= 4:

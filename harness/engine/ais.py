@@ -41,6 +41,7 @@ from scipy.special import logsumexp
 
 from harness.core.deadline import check_deadline
 from harness.core.errors import InputError
+from harness.core.special import log_ndtr
 from harness.model.constraints import Boolean, Integer, Number
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.latent import (
@@ -48,7 +49,6 @@ from harness.model.latent import (
     SingularPrior,
     latent_prior,
     latent_prior_memory,
-    log_ndtr_array,
     predict_from_means,
     prepare_latent_prior,
 )
@@ -166,7 +166,7 @@ class Kernel(ABC):
     def set_state(self, chains: np.ndarray, G: np.ndarray) -> None:
         """Put the chains at the signed latents G (rows)."""
         self.G[chains] = G
-        self.LL[chains] = log_ndtr_array(np.ascontiguousarray(G)).sum(axis=1)
+        self.LL[chains] = log_ndtr(G).sum(axis=1)
 
     @abstractmethod
     def level(self, chains: np.ndarray, taus: np.ndarray, steps: int,

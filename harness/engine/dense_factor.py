@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
+from harness.core.threads import matmul_rows
 from harness.engine.factor import Factor, FactorMemory
 from harness.model.footprint import dense
 from harness.model.ordered import ordered_problem
@@ -47,7 +48,8 @@ class DenseCholesky:
         W = op.test_rows
 
         def test_means(result: WalkResult, cols: slice) -> np.ndarray:
-            return result.Z @ W[:, cols]
+            Z = result.Z
+            return matmul_rows(Z, W[:, cols], np.empty((len(Z), W[:, cols].shape[1])))
 
         return Factor(walk=CholeskyWalk(op.chol, self.block_size or None), test_sd=op.test_sd,
                       test_means=test_means,

@@ -15,13 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp
+from scipy.special import logsumexp
 
 from harness.core.conditioning import EPS
 from harness.core.deadline import check_deadline
 from harness.core.partdata import plain
 from harness.core.qmc import DEGENERATE_SHARE, PointSet, split_budget
 from harness.core.sequential import WalkResult, sampling
+from harness.core.special import log_ndtr
 from harness.core.tails import top_count
 from harness.engine.dense_factor import DenseCholesky
 from harness.engine.factor import Factor, SetupFailed

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.truncnorm import draw_above
+from harness.engine.sov_block import sov_block
 from harness.model.problem import Problem
 
 
@@ -35,6 +36,15 @@ class SovStep:
     def __init__(self, E: np.ndarray):
         self.E = E
         self.logw = np.zeros(E.shape[1])
+        # a whole block at a time (harness.engine.sov_block), which is this class's __call__
+        # for every variable of the block: not for a subclass with a step of its own, nor for
+        # points streamed a block at a time
+        own = type(self).__call__ is _SOV_CALL
+        self.fused_block = self._block if own and isinstance(E, np.ndarray) else None
+
+    def _block(self, i0: int, i1: int, W: np.ndarray, D: np.ndarray, pivots: np.ndarray):
+        """Variables i0..i1-1 of every particle: W's block-start means in, its draws out."""
+        sov_block(W, D, pivots, self.E[i0:i1], self.logw)
 
     def __call__(self, j: int, t: np.ndarray):
         z, lp = draw_above(t, self.E[j], overwrite=True)   # the walk hands over a fresh t
@@ -55,6 +65,9 @@ class SovStep:
     def release(self) -> None:
         """Drop the point set once the walk is done (the weights stay)."""
         del self.E
+
+
+_SOV_CALL = SovStep.__call__   # the per-variable step sov_block does for a whole block
 
 
 @dataclass(frozen=True)

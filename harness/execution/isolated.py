@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.core.deadline import cpu_time_limit
+from harness.core.threads import threads
 from harness.execution.timed import (
     SetupCost,
     prepare_untimed,
@@ -40,8 +41,9 @@ def _result(status: str, reason: str, *, cpu: float | None = None, proc: float |
     return {"status": status, "reason": reason, "log_marginal_likelihood": None,
             "log_marginal_likelihood_se": None, "test_probabilities": None,
             "test_probabilities_se": None, "cpu_seconds": cpu, "process_cpu_seconds": proc,
-            "wall_seconds": wall, "setup_cpu_seconds": None, "setup_wall_seconds": None,
-            "setup_cached": None, **(setup or {}), "peak_memory_mb": None,
+            "wall_seconds": wall, "threads": threads(), "setup_cpu_seconds": None,
+            "setup_wall_seconds": None, "setup_cached": None, **(setup or {}),
+            "peak_memory_mb": None,
             "memory_source": "none", "diagnostics": diagnostics or {}}
 
 
@@ -50,8 +52,8 @@ def _cached_fields(cost: SetupCost) -> dict[str, Any]:
             "setup_cached": True}
 
 
-def adopt_setup(problem: Problem, method: Method, cost: SetupCost, time_limit: float | None,
-                blas_threads: int = 1) -> None:
+def adopt_setup(problem: Problem, method: Method, cost: SetupCost, time_limit: float | None
+                ) -> None:
     """Build in this process a set-up a child process built and measured (then lost), so that
     later jobs inherit it; later jobs report the child's `cost`. The build runs under the
     cooperative limit (with the grace of harness.model.limits); if it fails, nothing is recorded."""
@@ -60,7 +62,7 @@ def adopt_setup(problem: Problem, method: Method, cost: SetupCost, time_limit: f
     limit = None if time_limit is None else time_limit + Limits(time_limit).grace
     try:
         with cpu_time_limit(limit):
-            prepare_untimed(problem, method, blas_threads)
+            prepare_untimed(problem, method)
     except Exception:   # noqa: BLE001 - the job's record is made; the next job will retry
         return
     record_setup(problem, method, cost)

@@ -155,6 +155,7 @@ def combine_record(problem, method, budget: int, part_records: list[dict],
         "cpu_seconds": _sum(parts, "cpu_seconds"),
         "process_cpu_seconds": _sum(parts, "process_cpu_seconds"),
         "wall_seconds": _sum(parts, "wall_seconds"),
+        "threads": max((r.get("threads") or 1 for r in parts), default=1),
         "setup_cpu_seconds": _sum(paid, "setup_cpu_seconds") if paid else
         max((r.get("setup_cpu_seconds") or 0.0 for r in parts), default=None),
         "setup_wall_seconds": _sum(paid, "setup_wall_seconds") if paid else

@@ -1,7 +1,8 @@
 """One method call, timed in this process (the timing rules of docs/design.md).
 
-BLAS is limited to one thread, and the method call is timed by thread CPU time, wall time
-and the peak extra memory it touched (harness.core.memory: the kernel's resident high-water
+BLAS and the compiled kernels use the threads in force (harness.core.threads: one in a sweep),
+and the method call is timed by the CPU time of those threads, wall time and the peak extra
+memory it touched (harness.core.memory: the kernel's resident high-water
 mark, at no cost to the call; tracemalloc where that is unavailable).
 
 Set-up (`Method.prepare`: per-problem factorisations, reorderings, saddle points, compression,
@@ -37,17 +38,18 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from harness.core import special
 from harness.core.deadline import TimeLimitExceeded, charged, check_deadline
 from harness.core.errors import InputError
 from harness.core.memory import peak_memory
 from harness.core.progress import phase
+from harness.core.threads import compute_threads, cpu_clock, in_force, threads
 from harness.model import limits as hard
 from harness.model.debugging import exception_reason
 from harness.model.method import Method
 from harness.model.problem import Problem
 from harness.model.result import Estimate
 
-_blas = hard.blas_controller   # one threadpoolctl controller per process
 THREAD_GRACE = 0.5             # seconds the threads a method started get to end after it returns
 
 
@@ -79,16 +81,19 @@ T = TypeVar("T")
 _SETUP: WeakKeyDictionary[Problem, dict[str, SetupCost]] = WeakKeyDictionary()
 
 
-def prepare_untimed(problem: Problem, method: Method, blas_threads: int = 1) -> None:
-    """method.prepare(problem) with the dense quantities it reads (no timing, no record)."""
-    with _blas().limit(limits=blas_threads, user_api="blas"):
+def prepare_untimed(problem: Problem, method: Method) -> None:
+    """method.prepare(problem) with the dense quantities it reads (no timing, no record), on
+    one thread: a factorisation's last bits depend on how LAPACK splits it between threads,
+    and every estimate of the problem inherits them (docs/design.md, "Threads")."""
+    special.warm()            # the compiled kernels, loaded once per process, not in a timing
+    with compute_threads(1):
         if method.needs_dense(problem.n_train):
             problem.warm()   # the dense K, R and factor it reads, built outside the estimate
         method.prepare(problem)
 
 
-def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> dict[str, Any]:
-    """Run method.prepare(problem) (with BLAS on `blas_threads`) and report its set-up cost.
+def timed_prepare(problem: Problem, method: Method) -> dict[str, Any]:
+    """Run method.prepare(problem) (on the threads in force) and report its set-up cost.
 
     The set-up includes the problem's dense K, R and Cholesky factor when the method reads
     them (Method.needs_dense): structured problems build them only then (Problem.warm).
@@ -101,9 +106,10 @@ def timed_prepare(problem: Problem, method: Method, blas_threads: int = 1) -> di
     label = method.label()
     cached = label in seen
     data0 = None if cached else hard.data_size()
-    cpu0, wall0 = time.thread_time(), time.perf_counter()
-    prepare_untimed(problem, method, blas_threads)
-    cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+    clock = cpu_clock()
+    cpu0, wall0 = clock(), time.perf_counter()
+    prepare_untimed(problem, method)
+    cpu, wall = clock() - cpu0, time.perf_counter() - wall0
     if not cached:
         data1 = None if data0 is None else hard.data_size()
         seen[label] = SetupCost(cpu, wall, None if data1 is None else max(data1 - data0, 0))
@@ -190,12 +196,13 @@ def _within_limit(work: Callable[..., T]) -> Callable[..., T]:
 
 
 def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
-               blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+               trace_memory: bool = True, raise_errors: bool = False,
                on_setup: Callable[[dict[str, Any]], None] | None = None,
                ) -> tuple[T | None, Estimate | None, dict[str, Any]]:
     """Set up the method (timed_prepare), then run work() timed: (its result, None, timing).
 
-    The timing holds cpu_seconds (thread CPU), process_cpu_seconds, wall_seconds, the set-up
+    The timing holds cpu_seconds (the CPU of every thread the estimate used:
+    harness.core.threads.cpu_clock), process_cpu_seconds, wall_seconds, the set-up
     fields of timed_prepare, peak_memory_mb and memory_source. Inside
     harness.core.deadline.cpu_time_limit(...), a method that passes the limit stops at its next
     check_deadline(); a cached set-up's CPU counts against the limit (module doc). A time-out,
@@ -227,31 +234,30 @@ def timed_call(problem: Problem, method: Method, work: Callable[[], T], *,
     setup: dict[str, Any] = {}
     value = None
     with thread_errors() as in_threads:
-        cpu0, wall0 = time.thread_time(), time.perf_counter()
+        clock = cpu_clock()
+        cpu0, wall0 = clock(), time.perf_counter()
         with phase("set-up"):   # harness.core.progress: the method's own phases nest inside
-            _, failed = guarded(lambda: setup.update(timed_prepare(problem, method,
-                                                                   blas_threads)))
+            _, failed = guarded(lambda: setup.update(timed_prepare(problem, method)))
         if failed:   # what the set-up used until it stopped
-            setup = {"setup_cpu_seconds": time.thread_time() - cpu0,
+            setup = {"setup_cpu_seconds": clock() - cpu0,
                      "setup_wall_seconds": time.perf_counter() - wall0, "setup_cached": False}
         elif on_setup is not None and not in_threads:
             on_setup(setup)
-        with peak_memory(trace_memory) as memory, _blas().limit(limits=blas_threads,
-                                                                 user_api="blas"), \
+        with peak_memory(trace_memory) as memory, in_force(), \
                 charged(setup["setup_cpu_seconds"] if setup.get("setup_cached") else 0.0):
-            cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+            cpu0, proc0, wall0 = clock(), time.process_time(), time.perf_counter()
             if failed is None and not in_threads:
                 with phase("estimate"):
                     value, failed = guarded(_within_limit(work))
-            cpu, proc, wall = (time.thread_time() - cpu0, time.process_time() - proc0,
+            cpu, proc, wall = (clock() - cpu0, time.process_time() - proc0,
                                time.perf_counter() - wall0)
     if failed is None and in_threads:
         if raise_errors:
             raise in_threads[0].exc_value
         value, failed = None, thread_failure(in_threads[0], method)
     return value, failed, {"cpu_seconds": cpu, "process_cpu_seconds": proc,
-                           "wall_seconds": wall, **setup, "peak_memory_mb": memory.mb,
-                           "memory_source": memory.source}
+                           "wall_seconds": wall, "threads": threads(), **setup,
+                           "peak_memory_mb": memory.mb, "memory_source": memory.source}
 
 
 def estimate_fields(estimate: Estimate) -> dict[str, Any]:
@@ -268,7 +274,7 @@ def estimate_fields(estimate: Estimate) -> dict[str, Any]:
 
 def run_method(
     problem: Problem, method: Method, budget: int, rng: np.random.Generator,
-    *, blas_threads: int = 1, trace_memory: bool = True, raise_errors: bool = False,
+    *, trace_memory: bool = True, raise_errors: bool = False,
     on_setup: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Estimate with timing (timed_call); a bug in a method becomes status 'error' with the
@@ -279,7 +285,7 @@ def run_method(
     """
     estimate, failed, timing = timed_call(
         problem, method, lambda: method.estimate(problem, budget, rng),
-        blas_threads=blas_threads, trace_memory=trace_memory, raise_errors=raise_errors,
+        trace_memory=trace_memory, raise_errors=raise_errors,
         on_setup=on_setup)
     estimate = failed or estimate
     return {**estimate_fields(estimate), **timing,

@@ -25,9 +25,8 @@ error (docs/studies.md, "Jitter of the latent prior"). Sampling in the kernel's 
 f = X w, would avoid the jitter for the linear kernel; it is not needed at these sizes.
 All solves use the cached factor; no explicit inverse is formed.
 
-`log_ndtr` below is a numba port of the classic scipy/cephes log Φ (erfc in the body,
-log1p(−Φ(−x)) above 0, the asymptotic series below −20), used inside the compiled samplers;
-it agrees with scipy.special.log_ndtr to ≈1e-14 relative (tests/model/test_latent.py).
+The compiled samplers take log Φ from harness.core.special (`log_ndtr_`, a kernel numba
+inlines) and the inverse Mills ratio below from it.
 """
 
 from __future__ import annotations
@@ -47,41 +46,11 @@ LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 GPML_JITTER = 1e-6  # GPML infMCMC: st = 0.001 sqrt(mean(diag K)), K + st² I
 
 
-# ---- log Φ and the inverse Mills ratio for compiled loops ---------------------------------
-@njit(cache=True, nogil=True, inline="always")
-def log_ndtr(x):
-    """log Φ(x), accurate in both tails (the cephes algorithm scipy's log_ndtr used)."""
-    if x > 0.0:
-        return math.log1p(-0.5 * math.erfc(x * 0.7071067811865476))
-    if x > -20.0:
-        return math.log(0.5 * math.erfc(-x * 0.7071067811865476))
-    # asymptotic series: Φ(x) = φ(x)/(-x) · (1 - 1/x² + 3/x⁴ - 15/x⁶ + ...)
-    inv2 = 1.0 / (x * x)
-    total = 1.0
-    term = 1.0
-    last = 0.0
-    i = 0
-    while abs(last - total) > 2.220446049250313e-16:
-        i += 1
-        last = total
-        term *= -(2 * i - 1) * inv2
-        total += term
-    return -0.5 * x * x - math.log(-x) - LOG_SQRT_2PI + math.log(total)
-
-
+# ---- the inverse Mills ratio for compiled loops -------------------------------------------
 @njit(cache=True, nogil=True, inline="always")
 def inv_mills(x, logcdf):
     """φ(x)/Φ(x) given logcdf = log Φ(x) (→ −x in the lower tail, → 0 in the upper)."""
     return math.exp(-0.5 * x * x - LOG_SQRT_2PI - logcdf)
-
-
-@njit(cache=True, nogil=True)
-def log_ndtr_array(x):
-    """Elementwise log_ndtr (for tests against scipy)."""
-    out = np.empty_like(x)
-    for i in range(x.size):
-        out.flat[i] = log_ndtr(x.flat[i])
-    return out
 
 
 class SingularPrior(Exception):

@@ -58,7 +58,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from harness.core import special
 from harness.core.memory import status_bytes
+from harness.core.threads import blas_controller
 from harness.model.footprint import format_bytes
 
 GRACE_MIN = 1.0         # CPU seconds after the limit before the kernel kills the child
@@ -137,6 +139,7 @@ def data_ceiling(extra: int | None) -> Iterator[None]:
         yield
         return
     _warm_blas_once()
+    special.warm()   # tens of MB to load: before the ceiling, the fork
     old = resource.getrlimit(resource.RLIMIT_DATA)
     soft = base + int(extra)
     if old[0] != resource.RLIM_INFINITY:
@@ -216,15 +219,6 @@ def _die_with_parent(parent: int) -> None:
         os._exit(CRASH_EXIT)
 
 
-@cache
-def blas_controller():
-    """One threadpoolctl controller per process: building one rescans the loaded libraries
-    (~6 ms)."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 def _warm_blas() -> None:
     """Allocate OpenBLAS's work buffers (numpy's and scipy's copies) before RLIMIT_DATA is set:
     a process allocates them at its first BLAS call (a forked child again), and OpenBLAS
@@ -298,6 +292,8 @@ def call_in_child(work: Callable[[Callable[[str, Any], None]], Any], *,
     ChildOutcome
         What arrived and how the child ended: its CPU time and peak resident size.
     """
+    if data_bytes is not None:
+        special.warm()   # tens of MB to load: before the ceiling, the fork
     read, write = os.pipe()
     parent = os.getpid()
     with warnings.catch_warnings():

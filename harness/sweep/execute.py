@@ -53,8 +53,9 @@ def failure_record(job, status: str, reason: str) -> dict[str, Any]:
         "status": status, "reason": reason,
         "log_marginal_likelihood": None, "log_marginal_likelihood_se": None,
         "test_probabilities": None, "cpu_seconds": None, "process_cpu_seconds": None,
-        "wall_seconds": None, "setup_cpu_seconds": None, "setup_wall_seconds": None,
-        "setup_cached": None, "peak_memory_mb": None, "diagnostics": {},
+        "wall_seconds": None, "threads": 1, "setup_cpu_seconds": None,
+        "setup_wall_seconds": None, "setup_cached": None, "peak_memory_mb": None,
+        "diagnostics": {},
         "worker": None, "finished_at": datetime.now(UTC).isoformat(),
         **(tune_failure_fields(job.tune) if job.kind == "tune" else {}),
     }

@@ -43,3 +43,11 @@ def test_log_space_scale_free_and_top_only():
 def test_collapsed_and_tiny_samples():
     assert pareto_k(np.r_[0.0, np.full(999, -900.0)]) == np.inf   # one weight holds all
     assert np.isnan(pareto_k(np.zeros(4)))
+
+
+def test_weights_equal_up_to_rounding_are_ties():
+    """An identity covariance gives every particle the same weight; summed in another order
+    their logs differ in the last bits (7e-15 at log w = -41), which is no tail to fit."""
+    log_w = -41.58883083359672 + 7.105427357601002e-15 * np.random.default_rng(0).integers(
+        0, 4, 3000)
+    assert pareto_k(log_w) == pareto_k(np.full(3000, -41.58883083359672)) == np.inf

@@ -1,29 +1,21 @@
-"""The latent-space machinery of the latent-variable methods (harness.model.latent): log Φ,
-the cached prior and its jitter, and the predictive probabilities from latent means."""
+"""The latent-space machinery of the latent-variable methods (harness.model.latent): the
+cached prior and its jitter, and the predictive probabilities from latent means (log Φ is
+harness.core.special's, tests/core/test_special.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.special import log_ndtr
 
 from harness.datasets.linear1d import FAMILY as LINEAR1D
 from harness.datasets.linear1d import linear1d
 from harness.model.latent import (
     jitter_effect_linear1d,
     latent_prior,
-    log_ndtr_array,
     predict_from_means,
 )
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
-
-
-def test_compiled_log_ndtr_matches_scipy():
-    x = np.concatenate([-np.logspace(3, -8, 4000), [0.0], np.logspace(-8, 1.6, 3000),
-                        np.linspace(-40, 10, 5001)])
-    ours, ref = log_ndtr_array(x), log_ndtr(x)
-    np.testing.assert_allclose(ours, ref, rtol=1e-13, atol=1e-300)  # denormals
 
 
 def test_prior_is_cached_per_problem_and_jitter():

@@ -1,0 +1,110 @@
+"""How many threads one estimate may use (docs/design.md, "Threads").
+
+`compute_threads(n)` is the one switch: within it, the compiled kernels of
+harness.core.special (numba's parallel loops) and the walks' matrix products (`matmul_rows`)
+use n threads; `threads()` says how many are in force. The default is one, as in every job of
+a sweep (one thread per worker process); `python -m harness run --threads` gives one estimate
+the machine's cores.
+
+The numbers do not depend on the thread count. The kernels split a block of particles into
+fixed chunks of elements, each computed by the same arithmetic whichever thread runs it. BLAS
+itself stays on one thread (a multithreaded BLAS may split a sum between threads, and then the
+last bits depend on their number); `matmul_rows` instead splits a product's rows into blocks of
+ROW_BLOCK and hands each block, a one-thread BLAS call, to a thread of a pool: a row of the
+product is the same sum in the same order however the rows are grouped.
+
+`cpu_clock()` is the clock a job's CPU time is read from: the calling thread's CPU time with
+one thread, the process's with more (it then counts every thread the estimate used).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache
+
+import numpy as np
+
+_THREADS: ContextVar[int] = ContextVar("harness_compute_threads", default=1)
+ROW_BLOCK = 1024            # rows of a product a thread takes at a time
+
+
+@cache
+def blas_controller():
+    """One threadpoolctl controller per process: building one rescans the loaded libraries
+    (~6 ms)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def threads() -> int:
+    """The threads an estimate may use here (1 unless inside compute_threads)."""
+    return _THREADS.get()
+
+
+def cpu_clock() -> Callable[[], float]:
+    """time.thread_time with one thread, time.process_time with more."""
+    return time.thread_time if threads() == 1 else time.process_time
+
+
+def in_force():
+    """compute_threads with the count already in force (BLAS limited to it again)."""
+    return compute_threads(threads())
+
+
+@contextmanager
+def compute_threads(n: int) -> Iterator[None]:
+    """Within the block, the compiled kernels and matmul_rows use n threads (n >= 1), and
+    BLAS one."""
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"threads must be at least 1, not {n}")
+    token = _THREADS.set(n)
+    previous = None
+    if n > 1:
+        import numba
+
+        n = min(n, numba.config.NUMBA_NUM_THREADS)
+        previous = numba.get_num_threads()
+        numba.set_num_threads(n)
+    try:
+        with blas_controller().limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        if previous is not None:
+            import numba
+
+            numba.set_num_threads(previous)
+        _THREADS.reset(token)
+
+
+@cache
+def _pool(n: int):
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=n, thread_name_prefix="harness-rows")
+
+
+def matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out = a @ b; with several threads in force, row blocks of ROW_BLOCK on a thread pool
+    (each a one-thread BLAS call, which releases the GIL), the same numbers as one call."""
+    n = threads()
+    rows = a.shape[0]
+    if n == 1 or rows < 2 * ROW_BLOCK:
+        return np.matmul(a, b, out=out)
+    blocks = range(0, rows, ROW_BLOCK)
+    list(_pool(n).map(lambda r: np.matmul(a[r:r + ROW_BLOCK], b, out=out[r:r + ROW_BLOCK]),
+                      blocks))
+    return out
