@@ -46,7 +46,7 @@ SWEEP_FILES = ("quick.toml", "engine-paths.toml", "engine-parts.toml")
 MEASURED = {"cpu_seconds", "process_cpu_seconds", "wall_seconds", "setup_cpu_seconds",
             "setup_wall_seconds", "setup_cached", "peak_memory_mb", "memory_source",
             "finished_at", "stored_at", "provenance", "worker", "host", "attempts",
-            "workspace_bytes", "peak_rss_mb", "checksum", "workers", "part_workers"}
+            "workspace_bytes", "peak_rss_mb", "checksum", "workers", "part_workers", "threads"}
 MEASURED_PATTERN = re.compile(r"(_seconds|_wall|_cpu|_time)$")
 SIZES = [(50, 0, 1000), (300, 40, 10_000), (2_000, 100, 4_000), (4_096, 50, 2_000),
          (20_000, 100, 4_000), (70_000, 10, 1_000)]
