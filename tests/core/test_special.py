@@ -190,7 +190,8 @@ def test_log_ndtr_diff_edges_and_broadcasting():
     b = a + RNG.exponential(1, (1, 40))
     got = special.log_ndtr_diff(a, b)
     assert got.shape == (50, 40)
-    want = np.log(sc.ndtr(b) - sc.ndtr(a))
+    with np.errstate(divide="ignore"):
+        want = np.log(sc.ndtr(b) - sc.ndtr(a))
     well = (sc.ndtr(b) - sc.ndtr(a)) > 1e-3       # no cancellation in the reference
     assert close(got[well], want[well], 1e-10).all()
 
@@ -240,4 +241,6 @@ def test_two_threads_give_the_same_numbers():
 def test_log1m_agrees_with_log1p_of_minus_w():
     w = np.concatenate([RNG.random(100_000), [0.0, 0.5, 0.5 - 1e-17, 1.0 - 2.0**-53, 1e-300,
                                               TINY, -0.25, 1.0]])
-    assert close(special.log1m(w), np.log1p(-w), 1e-14).all()
+    with np.errstate(divide="ignore"):
+        want = np.log1p(-w)
+    assert close(special.log1m(w), want, 1e-14).all()
