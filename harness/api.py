@@ -130,8 +130,9 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
         The largest estimated peak memory (harness.model.footprint) allowed: "8GB", or bytes;
         None: the memory available.
     threads : int or None
-        Threads of the estimate (BLAS and the compiled kernels; harness.core.threads), as
-        `run --threads`; None: the cores this process may use. The numbers do not depend on it.
+        Threads of the estimate (the compiled kernels and the walks' products;
+        harness.core.threads), as `run --threads`; None: the cores this process may use. The
+        numbers do not depend on it.
     **settings
         The method's settings, as `--set key=value` gives them.
 
@@ -146,17 +147,16 @@ def estimate(problem: Any, method: Any, budget: int | float | str, seed: int = 0
         On bad input, and, before it runs, for a job whose estimated peak memory exceeds
         `memory_limit` (as `run` does).
     """
-    from harness.core.threads import available_cores, compute_threads
+    from harness.core.threads import compute_threads
     from harness.execution.single import run_numbers, run_single
     from harness.model.footprint import memory_limit as footprint_limit
 
     budget, seed = run_numbers(budget, seed)
     the_method = as_method(method, settings)
     the_problem = as_problem(problem)
-    n_threads = available_cores() if threads is None else int(threads)
-    if n_threads < 1:
+    if threads is not None and int(threads) < 1:
         raise InputError("threads", f"must be at least 1, not {threads}", "threads=1 or more")
-    with compute_threads(n_threads):
+    with compute_threads(threads):
         return Result(run_single(the_problem, the_method, budget, seed,
                                  *footprint_limit(memory_limit, "memory_limit")))
 

@@ -33,7 +33,8 @@ def setup(p):
                    help="refuse a job whose estimated peak memory is larger (e.g. 8GB, 512MiB); "
                    "default: the memory available now (MemAvailable of /proc/meminfo)")
     p.add_argument("--threads", metavar="N",
-                   help="threads of the estimate (BLAS and the compiled kernels); its CPU time "
+                   help="threads of the estimate (the compiled kernels and the walks' matrix "
+                   "products; BLAS and the set-up stay on one); its CPU time "
                    "counts all of them; default: the cores this process may use "
                    f"({available_cores()} here); a sweep runs one per worker")
     p.add_argument("--raise", dest="raise_errors", action="store_true",
@@ -72,8 +73,7 @@ def run(args) -> int:
         check_options(args.scheduler, workers, None)
         parts = "auto" if args.parts in (None, "auto") else parse_int("--parts", args.parts, 1)
     limit, where = memory_limit(args.memory_limit, "--memory-limit")
-    n_threads = (available_cores() if args.threads is None
-                 else parse_int("--threads", args.threads, 1))
+    n_threads = None if args.threads is None else parse_int("--threads", args.threads, 1)
     with progress_bars(args), compute_threads(n_threads):
         with phase("building the problem"):
             problem = build_problem(args.problem, "--problem", limit, where)

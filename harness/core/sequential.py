@@ -114,6 +114,33 @@ class CholeskyWalk:
         self._history_spare = None   # not held between runs
         return WalkResult(Z, lineage)
 
+    def _walk_block(self, step: Step, i0: int, W: np.ndarray, D: np.ndarray,
+                    lineage: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """The block's variables one at a time: W's columns become the draws; (the row of the
+        history, as of block start, each particle descends from (None if no resampling), the
+        particles' lineage)."""
+        n = len(W)
+        anc = None
+        for o in range(W.shape[1]):
+            j = i0 + o
+            c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
+            z, resample = step(j, c / self.pivots[j])
+            W[:, o] = z
+            if resample is None:
+                continue
+            if anc is None:
+                anc = np.arange(n)
+            src, dst = resample.src, resample.dst
+            if dst is None:                 # full resampling: new rows from old ones
+                W[:] = W[src]
+                lineage = lineage[src]
+                anc = anc[src]
+            else:                           # rows dst replaced by copies of rows src
+                copy_rows(W, dst, src)
+                lineage[dst] = lineage[src]
+                anc[dst] = anc[src]
+        return anc, lineage
+
     def run(self, n: int, step: Step) -> WalkResult:
         N, k = self.n_vars, self.block_size
         Z = self._new_history(n)
@@ -136,27 +163,11 @@ class CholeskyWalk:
             D = self._diagonal_block(i0, i1)
             if enter is not None:
                 enter(i0, i1, W, D)
-            anc = None  # row of the history (as of block start) each particle descends from
             if fused is not None:   # the step does the whole block itself (no resampling)
                 fused(i0, i1, W, D, self.pivots[i0:i1])
-            for o in range(kb if fused is None else 0):
-                j = i0 + o
-                c = W[:, o] + W[:, :o] @ D[o, :o] if o else W[:, 0].copy()
-                z, resample = step(j, c / self.pivots[j])
-                W[:, o] = z
-                if resample is None:
-                    continue
-                if anc is None:
-                    anc = np.arange(n)
-                src, dst = resample.src, resample.dst
-                if dst is None:                 # full resampling: new rows from old ones
-                    W[:] = W[src]
-                    lineage = lineage[src]
-                    anc = anc[src]
-                else:                           # rows dst replaced by copies of rows src
-                    copy_rows(W, dst, src)
-                    lineage[dst] = lineage[src]
-                    anc[dst] = anc[src]
+                anc = None
+            else:
+                anc, lineage = self._walk_block(step, i0, W, D, lineage)
             if anc is not None and i0:
                 Z = self._gather_history(Z, anc, i0)
                 self._resampled(anc)

@@ -65,10 +65,10 @@ def in_force():
 
 
 @contextmanager
-def compute_threads(n: int) -> Iterator[None]:
-    """Within the block, the compiled kernels and matmul_rows use n threads (n >= 1), and
-    BLAS one."""
-    n = int(n)
+def compute_threads(n: int | None) -> Iterator[None]:
+    """Within the block, the compiled kernels and matmul_rows use n threads (n >= 1; None:
+    available_cores()), and BLAS one."""
+    n = available_cores() if n is None else int(n)
     if n < 1:
         raise ValueError(f"threads must be at least 1, not {n}")
     token = _THREADS.set(n)
@@ -97,11 +97,14 @@ def _pool(n: int):
     return ThreadPoolExecutor(max_workers=n, thread_name_prefix="harness-rows")
 
 
-def matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """out = a @ b; with several threads in force, row blocks of ROW_BLOCK on a thread pool
-    (each a one-thread BLAS call, which releases the GIL), the same numbers as one call."""
+def matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """out = a @ b (a new array without `out`); with several threads in force, row blocks of
+    ROW_BLOCK on a thread pool (each a one-thread BLAS call, which releases the GIL), the same
+    numbers as one call."""
     n = threads()
     rows = a.shape[0]
+    if out is None:
+        out = np.empty((rows, b.shape[1]))
     if n == 1 or rows < 2 * ROW_BLOCK:
         return np.matmul(a, b, out=out)
     blocks = range(0, rows, ROW_BLOCK)

@@ -40,11 +40,7 @@ def draw_above(t: np.ndarray, log_u: np.ndarray, overwrite: bool = False
     fresh = (overwrite and isinstance(t, np.ndarray) and t.dtype == np.float64
              and t.flags.c_contiguous and t.flags.writeable)
     z = t if fresh else np.array(t, dtype=np.float64, order="C")
-    log_u = np.asarray(log_u, dtype=np.float64)
-    if log_u.shape != z.shape:
-        log_u = np.broadcast_to(log_u, z.shape)
-    lp = special.draw_above(z, log_u)
-    return z, lp
+    return z, special.draw_above(z, log_u)
 
 
 def inverse_mills(t: np.ndarray) -> np.ndarray:

@@ -48,8 +48,7 @@ class DenseCholesky:
         W = op.test_rows
 
         def test_means(result: WalkResult, cols: slice) -> np.ndarray:
-            Z = result.Z
-            return matmul_rows(Z, W[:, cols], np.empty((len(Z), W[:, cols].shape[1])))
+            return matmul_rows(result.Z, W[:, cols])
 
         return Factor(walk=CholeskyWalk(op.chol, self.block_size or None), test_sd=op.test_sd,
                       test_means=test_means,

@@ -1,8 +1,8 @@
 """One method call, timed in this process (the timing rules of docs/design.md).
 
-BLAS and the compiled kernels use the threads in force (harness.core.threads: one in a sweep),
-and the method call is timed by the CPU time of those threads, wall time and the peak extra
-memory it touched (harness.core.memory: the kernel's resident high-water
+The estimate runs on the threads in force (harness.core.threads: one in a sweep; BLAS always
+one), and the method call is timed by the CPU time of those threads, wall time and the peak
+extra memory it touched (harness.core.memory: the kernel's resident high-water
 mark, at no cost to the call; tracemalloc where that is unavailable).
 
 Set-up (`Method.prepare`: per-problem factorisations, reorderings, saddle points, compression,
@@ -93,7 +93,7 @@ def prepare_untimed(problem: Problem, method: Method) -> None:
 
 
 def timed_prepare(problem: Problem, method: Method) -> dict[str, Any]:
-    """Run method.prepare(problem) (on the threads in force) and report its set-up cost.
+    """Run method.prepare(problem) (on one thread: prepare_untimed) and report its set-up cost.
 
     The set-up includes the problem's dense K, R and Cholesky factor when the method reads
     them (Method.needs_dense): structured problems build them only then (Problem.warm).
