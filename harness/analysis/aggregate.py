@@ -36,6 +36,7 @@ import pandas as pd
 from harness.core import metrics
 from harness.core.errors import InputError
 from harness.model.result import ANSWERED
+from harness.model.status_summary import reason_kinds
 
 REFERENCE_FACTOR = 2.0
 OK = "ok"
@@ -501,8 +502,7 @@ def unreliable(jobs: pd.DataFrame) -> pd.DataFrame:
     for key, grp in flagged.groupby(["problem", "method", "budget"], sort=True):
         cell = jobs[(jobs["problem"] == key[0]) & (jobs["method"] == key[1])
                     & (jobs["budget"] == key[2])]
-        kinds = sorted({part.split(":")[0].strip()
-                        for reason in grp["reason"] for part in str(reason).split("; ")})
+        kinds = sorted({kind for reason in grp["reason"] for kind in reason_kinds(reason)})
         rows.append({**dict(zip(cols[:3], key, strict=True)), "count": len(grp),
                      "n_jobs": len(cell),
                      "log_z_median": summarize(grp["log_z"])["median"],

@@ -1,14 +1,14 @@
-"""What every command shares: one-line parse errors, the exit code of bad input, defaults."""
+"""What every command shares: one-line parse errors, --strict, defaults."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from harness.core.errors import InputError
+from harness.core.errors import EXIT_FLAGGED, EXIT_OK, InputError
 
-EXIT_BAD_INPUT = 2
 DEFAULT_STORE = "results/quick.sqlite"   # the default sweep's store (sweeps: results/<name>.sqlite)
 
 
@@ -67,6 +67,22 @@ def workers_option(args: argparse.Namespace, maximum: int | None = None) -> int 
                          "here), more only share the cores and divide the memory",
                          "use --scheduler for a larger cluster")
     return workers
+
+
+NOT_OK = ("unreliable, failed, error or timeout (an approximation such as laplace counts by "
+          "its status alone, not for being one)")
+
+
+def add_strict(p: argparse.ArgumentParser, results: str, not_ok: str = NOT_OK) -> None:
+    """--strict: exit 1 when one of `results` is `not_ok` (`strict_exit`)."""
+    p.add_argument("--strict", action="store_true",
+                   help=f"exit 1 when {results} is {not_ok}; without it the exit status is 0 "
+                   "once the work is done, whatever the statuses")
+
+
+def strict_exit(statuses: Iterable[str], strict: bool) -> int:
+    """The exit status of work that finished: 0, or with --strict 1 when a status is not ok."""
+    return EXIT_FLAGGED if strict and any(s != "ok" for s in statuses) else EXIT_OK
 
 
 def add_named(p: argparse.ArgumentParser, name: str, help: str, *, many: bool = False) -> None:

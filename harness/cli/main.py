@@ -2,7 +2,8 @@
 gpr}.
 
 The commands are modules of this package, each with `setup(parser)` (its arguments) and
-`run(args)` (exit code). Bad input ends with exit code 2 and one line on stderr naming the
+`run(args)` (exit code). The exit codes mean the same for every command (harness.core.errors,
+docs/design.md "Exit codes"): bad input ends with exit code 2 and one line on stderr naming the
 field, a cluster that cannot go on (harness.execution.cluster.ClusterLost) with exit code 3
 and one line; never a traceback.
 """
@@ -15,8 +16,8 @@ from collections.abc import Sequence
 
 from harness.cli import check, compare, export, gpr, reference, report, run, sweep
 from harness.cli import list as list_
-from harness.cli.args import EXIT_BAD_INPUT, Parser, add_verbosity
-from harness.core.errors import InputError
+from harness.cli.args import Parser, add_verbosity
+from harness.core.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_INTERRUPTED, InputError
 from harness.core.version import __version__
 from harness.execution.cluster import ClusterLost
 
@@ -32,6 +33,14 @@ COMMANDS = {
     "export": (export.setup, export.run),
     "compare": (compare.setup, compare.run),
 }
+
+EXIT_CODES = (
+    "exit status, the same for every command (docs/design.md, \"Exit codes\"): 0 the work is "
+    "done and every result stored, whatever its status; 1 sweep, run, reference with --strict: "
+    "a result is unreliable, failed, error or timeout; check, compare: something is flagged; "
+    "export: the store is damaged (the jobs still readable written); 2 bad input (one line "
+    "naming it) or a store that cannot be written; 3 the Dask cluster could not finish "
+    "(finished results stay stored); 130 interrupted (Ctrl-C)")
 
 
 def _one_line_plugin_warnings() -> None:
@@ -54,7 +63,8 @@ def _one_line_plugin_warnings() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m harness",
-                    description="Benchmark exact inference methods for GP classification.")
+                    description="Benchmark exact inference methods for GP classification.",
+                    epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"gpc-harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, (setup_command, run_command) in COMMANDS.items():
@@ -75,10 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)   # one line
         return EXIT_BAD_INPUT
     except ClusterLost as exc:   # a cluster lost outside a sweep's jobs (sweeps say it there)
-        from harness.sweep.driver import EXIT_CLUSTER
-
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)
         return EXIT_CLUSTER
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

@@ -7,7 +7,11 @@
     python -m harness reference --export DIR --store PATH
 
 The JSON printed (--json) and written (--out) is the reference record (harness.references.compute),
-with the value fields of `run --json`.
+with the value fields of `run --json`. Each problem's reference has a status
+(harness.references.compute.reference_status: unreliable when a check failed, timeout when it
+stopped before its targets, failed when none could be computed; the others are stored and
+written all the same); a line on stderr counts those not ok, with their reasons. Exit 0 once
+every problem was tried; with --strict, 1 when a reference is not ok.
 """
 
 from __future__ import annotations
@@ -15,9 +19,19 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from harness.cli.args import add_cluster_options, add_named, named, note, out_file, workers_option
+from harness.cli.args import (
+    add_cluster_options,
+    add_named,
+    add_strict,
+    named,
+    note,
+    out_file,
+    strict_exit,
+    workers_option,
+)
 from harness.cli.progress_bars import progress_bars
 from harness.core.errors import InputError
 from harness.model.settings import parse_int
@@ -65,6 +79,9 @@ def setup(p):
         p, "run the parts on a local Dask cluster of this many worker processes",
         "run the parts on an existing Dask cluster (tcp://HOST:PORT or a scheduler file)")
     p.add_argument("--json", action="store_true", help="print the record(s) as JSON")
+    add_strict(p, "a reference of this command",
+               "not ok: unreliable (its method says so, or a check failed), timeout (it "
+               "stopped before its SE targets) or failed (none computed)")
     p.add_argument("--store", default=None, help="results store to add the reference(s) to")
     p.add_argument("--out", default=None,
                    help="write the reference as FILE.json (one problem) or into folder DIR as "
@@ -86,56 +103,83 @@ def _out_path(out: str, problem: str, several: bool) -> Path:
 
 def run(args) -> int:
     args.problems = named(args, "problem", required=False) or []
-    from harness.execution.formatting import format_reference
+    if args.import_files or args.export:
+        return _import_export(args)
+    if not args.problems:
+        raise InputError("PROBLEM", "give at least one problem (or --import / --export)")
+    return _compute_each(args)
+
+
+def _import_export(args) -> int:
+    """--import FILE.json ... and --export DIR: between a store and files, nothing computed."""
     from harness.execution.store import ResultStore
     from harness.model.reference_values import export_reference, file_name, import_references
 
-    if args.import_files or args.export:
-        if args.problems:
-            raise InputError("--import/--export", "cannot be combined with PROBLEM arguments",
-                             "import/export and compute in separate commands")
-        if not args.store:
-            raise InputError("--store", "is required with --import and --export")
-        with ResultStore(args.store) as store:
-            for f in args.import_files:
-                for record in import_references(f):
-                    store.add_reference(record)
-                    print(f"imported the reference of {record['problem']} from {f}")
-            if args.export:
-                for name, record in store.references().items():
-                    path = export_reference(record, Path(args.export) / file_name(name))
-                    print(f"exported the reference of {name} to {path}")
-        return 0
-    if not args.problems:
-        raise InputError("PROBLEM", "give at least one problem (or --import / --export)")
-    from harness.references.compute import ReferenceFailed
-    try:
-        with progress_bars(args):
-            records = _compute(args)
-    except ReferenceFailed as exc:
-        print(f"reference failed: {exc}", file=sys.stderr)
-        return 1
-    if args.store:
-        with ResultStore(args.store) as store:
-            for record in records:
+    if args.problems:
+        raise InputError("--import/--export", "cannot be combined with PROBLEM arguments",
+                         "import/export and compute in separate commands")
+    if not args.store:
+        raise InputError("--store", "is required with --import and --export")
+    with ResultStore(args.store) as store:
+        for f in args.import_files:
+            for record in import_references(f):
                 store.add_reference(record)
-    if args.out:
-        for record in records:
-            export_reference(record, _out_path(args.out, record["problem"], len(records) > 1))
+                print(f"imported the reference of {record['problem']} from {f}")
+        if args.export:
+            for name, record in store.references().items():
+                path = export_reference(record, Path(args.export) / file_name(name))
+                print(f"exported the reference of {name} to {path}")
+    return 0
+
+
+def _compute_each(args) -> int:
+    """Each problem's reference, stored (--store) and written (--out) as soon as it is done,
+    then printed; the exit status (module doc)."""
+    from harness.execution.formatting import format_reference
+    from harness.execution.store import ResultStore
+    from harness.model.reference_values import export_reference
+    from harness.model.status_summary import not_ok_summary
+    from harness.references.compute import reference_status
+
+    several = len(args.problems) > 1
+    records: list[dict] = []
+
+    def keep(record: dict) -> None:   # stored and written at once: nothing later can lose it
+        records.append(record)
+        if args.store:
+            with ResultStore(args.store) as store:
+                store.add_reference(record)
+        if args.out:
+            export_reference(record, _out_path(args.out, record["problem"], several))
+
+    with progress_bars(args):
+        failures = _compute(args, keep)
+    for failure in failures:
+        print(f"reference failed: {failure}", file=sys.stderr)
     if args.json:
-        print(json.dumps(records[0] if len(records) == 1 else records, allow_nan=False))
+        if records or several:
+            print(json.dumps(records if several else records[0], allow_nan=False))
     else:
         for record in records:
             print(format_reference(record))
-    return 0 if all(all(c["passed"] for c in r["checks"]) for r in records) else 1
+    computed = [reference_status(r) for r in records]
+    results = computed + [("failed", f.reason) for f in failures]   # failed: none to store
+    if summary := not_ok_summary(results):
+        if args.store and any(status != "ok" for status, _ in computed):
+            summary += "; those computed stored all the same" if failures else \
+                "; stored all the same"
+        print(f"not ok: {summary}", file=sys.stderr)
+    return strict_exit([status for status, _ in results], args.strict)
 
 
-def _compute(args) -> list[dict]:
+def _compute(args, keep: Callable[[dict], None]) -> list:
+    """Compute the reference of each problem, handing each record to `keep` as soon as it is
+    done; the ReferenceFailed of each problem that failed (it does not stop the next)."""
     from contextlib import ExitStack
 
     from harness.execution.cluster import check_options, connect
     from harness.plugins.specs import parse_pairs
-    from harness.references.compute import compute_reference
+    from harness.references.compute import ReferenceFailed, compute_reference
 
     budget = parse_int("--budget", args.budget, minimum=1)
     round_budget = (None if args.round_budget is None
@@ -159,16 +203,22 @@ def _compute(args) -> list[dict]:
         raise InputError("--check-set", "there is no check method (--check-method none)",
                          "drop --check-set, or name a --check-method")
     check_options(args.scheduler, workers, None)
-    records = []
+    failures = []
     with ExitStack() as stack:
         client = None
         if args.scheduler is not None or workers is not None:
             client = stack.enter_context(connect(args.scheduler, workers)).client
         for problem in args.problems:
-            records.append(compute_reference(
-                problem, args.method, settings, max_budget=budget, budget_per_round=round_budget,
-                parts_per_round=parts, target_se=args.target_se,
-                target_test_se=args.target_test_se, max_cpu_seconds=args.max_cpu,
-                client=client, check_method=check, check_settings=check_settings, seed=seed,
-                out=lambda text: note(args, text)))
-    return records
+            try:
+                record = compute_reference(
+                    problem, args.method, settings, max_budget=budget,
+                    budget_per_round=round_budget, parts_per_round=parts,
+                    target_se=args.target_se, target_test_se=args.target_test_se,
+                    max_cpu_seconds=args.max_cpu, client=client, check_method=check,
+                    check_settings=check_settings, seed=seed,
+                    out=lambda text: note(args, text))
+            except ReferenceFailed as exc:
+                failures.append(exc)
+                continue
+            keep(record)
+    return failures

@@ -8,8 +8,10 @@ from harness.cli.args import (
     VERBOSE,
     add_cluster_options,
     add_named,
+    add_strict,
     named,
     settings_option,
+    strict_exit,
     workers_option,
 )
 from harness.cli.progress_bars import progress_bars
@@ -22,6 +24,10 @@ from harness.model.settings import parse_int
 def setup(p):
     """Run one method on one problem and compare it with the exact truth."""
     p.description = setup.__doc__
+    p.epilog = ("exit status (docs/design.md, \"Exit codes\"): 0 the run finished, whatever "
+                "its status (printed with its reason); 1 with --strict, its status is not ok; "
+                "2 bad input (one line naming the field); 3 the Dask cluster of --workers or "
+                "--scheduler was lost")
     add_named(p, "problem", "family:key=value,..., a preset name, or a path to a .npz/.csv file")
     add_named(p, "method", "method name (see `list`), or path/to/file.py:ClassName")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
@@ -29,6 +35,7 @@ def setup(p):
     p.add_argument("--budget", help="Monte Carlo budget (e.g. 100000 or 1e5); required")
     p.add_argument("--seed", default="0", help="run seed (an integer)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_strict(p, "the run's status")
     p.add_argument("--memory-limit", metavar="BYTES",
                    help="refuse a job whose estimated peak memory is larger (e.g. 8GB, 512MiB); "
                    "default: the memory available now (MemAvailable of /proc/meminfo)")
@@ -86,7 +93,7 @@ def run(args) -> int:
         print(json.dumps(record, allow_nan=False))
     else:
         print(format_record(record, verbose=args.verbosity >= VERBOSE))
-    return 0 if record["status"] == "ok" else 1
+    return strict_exit([record["status"]], args.strict)
 
 
 def run_split_cli(args, problem, method, budget: int, key: dict, parts, workers: int | None,

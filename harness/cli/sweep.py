@@ -8,9 +8,11 @@ from pathlib import Path
 
 from harness.cli.args import (
     add_cluster_options,
+    add_strict,
     max_local_workers,
     remember_store,
     settings_option,
+    strict_exit,
     workers_option,
 )
 from harness.model.settings import parse_seconds
@@ -50,13 +52,14 @@ def setup(p):
         "storing each result as it finishes. Re-running the same sweep resumes it: jobs already "
         "in the store are skipped.")
     p.epilog = (
-        "exit status: 0 every job of the sweep is stored with status ok; 1 some are stored "
-        "with another status (failed, error, timeout; --rerun-failed reruns them); 2 bad "
-        "input (one line naming the field), or the store cannot be written (a full disk, an "
-        "unwritable write-ahead log); 3 the cluster could not finish (no worker for "
-        "no_workers_timeout seconds, the scheduler lost, the local cluster did not start or "
-        "its workers kept dying); finished jobs stay stored: run the same command again; "
-        "130 interrupted (Ctrl-C)")
+        "exit status (docs/design.md, \"Exit codes\"): 0 every job of the sweep is stored, "
+        "whatever its status (the summary counts those unreliable, failed, error or timeout, "
+        "with their reasons; --rerun-failed reruns them); 1 with --strict, some job of the "
+        "sweep is stored with a status other than ok; 2 bad input (one line naming the "
+        "field), or the store cannot be written (a full disk, an unwritable write-ahead log); "
+        "3 the cluster could not finish (no worker for no_workers_timeout seconds, the "
+        "scheduler lost, the local cluster did not start or its workers kept dying); "
+        "finished jobs stay stored: run the same command again; 130 interrupted (Ctrl-C)")
     p.add_argument("sweep_file", nargs="?", default=None,
                    help=f"the sweep (TOML); default {DEFAULT_SWEEP}, or none when --problem "
                    "and --method define the sweep")
@@ -95,9 +98,10 @@ def setup(p):
     p.add_argument("--no-workers-timeout", metavar="SECONDS",
                    help="give up (exit 3) when the cluster has had no worker this long; "
                    "default: the file's no_workers_timeout, else 300")
+    add_strict(p, "a job of the sweep (stored by this run or an earlier one)")
     p.add_argument("--rerun-failed", action="store_true",
                    help="also rerun the stored jobs whose status is not ok "
-                   "(failed, timeout, error)")
+                   "(unreliable, failed, error, timeout)")
     p.add_argument("--no-report", action="store_true",
                    help="do not write the report at the end (default: the file's [output] "
                    "report, else reports/<sweep name>/)")
@@ -108,9 +112,10 @@ def setup(p):
 
 
 def run(args) -> int:
+    from harness.core.errors import EXIT_INTERRUPTED
     from harness.execution.cluster import TLSOptions
     from harness.report import write_sweep_report
-    from harness.sweep.driver import EXIT_INTERRUPTED, run_sweep
+    from harness.sweep.driver import run_sweep
     from harness.sweep.filters import command_line_sweep, restrict
     from harness.sweep.spec import load_sweep
 
@@ -135,7 +140,7 @@ def run(args) -> int:
                             no_workers_timeout=timeout, write_report=write_sweep_report)
     except KeyboardInterrupt:   # run_sweep said how far it got
         return EXIT_INTERRUPTED
-    return outcome.exit_code
+    return outcome.exit_code or strict_exit(outcome.in_store, args.strict)
 
 
 def selection_of(args):
@@ -171,7 +176,8 @@ def _reference_sweep(sweep, args, workers, tls) -> int:
     if args.scheduler is None and workers is None:
         workers = default_workers()
     with connect(args.scheduler, workers, tls) as conn:
-        return run_reference_sweep(sweep, store, conn.client)
+        statuses = run_reference_sweep(sweep, store, conn.client)
+    return strict_exit(statuses, args.strict)
 
 
 def _check(sweep, args, workers) -> int:

@@ -602,12 +602,16 @@ class ResultStore:
         """Number of stored jobs by status (of the given job ids only, if given)."""
         if job_ids is None:
             return dict(self._rows("SELECT status, COUNT(*) FROM jobs GROUP BY status"))
-        wanted = set(job_ids)
         counts: dict[str, int] = {}
-        for job_id, status in self._rows("SELECT job_id, status FROM jobs"):
-            if job_id in wanted:
-                counts[status] = counts.get(status, 0) + 1
+        for status, _ in self.statuses(job_ids).values():
+            counts[status] = counts.get(status, 0) + 1
         return counts
+
+    def statuses(self, job_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """(status, reason) of each stored job of the given ids, by job id."""
+        wanted = set(job_ids)
+        return {job_id: (status, reason or "") for job_id, status, reason
+                in self._rows("SELECT job_id, status, reason FROM jobs") if job_id in wanted}
 
     def records(self) -> list[dict[str, Any]]:
         return [self._loads(r[0]) for r in

@@ -62,7 +62,12 @@ UNBIASED_HINT = "use minimax-tilting (the default), sov, sir or rejection-bootst
 
 
 class ReferenceFailed(RuntimeError):
-    """The reference estimate itself failed (a part failed, or the combination did)."""
+    """The reference estimate itself failed (a part failed, or the combination did); `reason`
+    is the method's reason alone (the message also names the problem and the method)."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
 
 
 def first_round_budget(max_budget: int, parts_per_round: int,
@@ -150,7 +155,8 @@ class PartRunner:
         bad = next((p for p in new if p.get("status") != "ok"), None)
         if bad is not None:
             raise ReferenceFailed(f"part {bad['part']} of the reference of {self.spec} "
-                                  f"({self.method.label()}) failed: {bad.get('reason')}")
+                                  f"({self.method.label()}) failed: {bad.get('reason')}",
+                                  str(bad.get("reason") or ""))
         self.parts = sorted([*self.parts, *new], key=lambda p: p["part"])
         return {k: record.get(k) for k in VALUE_FIELDS}
 
@@ -338,7 +344,7 @@ def compute_reference(problem_spec: str, method: str = "minimax-tilting",
                                           max_budget, max_cpu_seconds, progress(ref.label()))
     if fields.get("status") not in ANSWERED:
         raise ReferenceFailed(f"the reference estimate of {spec} ({ref.label()}) failed: "
-                              f"{fields.get('reason')}")
+                              f"{fields.get('reason')}", str(fields.get("reason") or ""))
     precision = _precision(fields)
     checks = [weights_check(fields)]
     check_record = None
@@ -473,3 +479,24 @@ def weights_check(estimate: dict[str, Any]) -> dict[str, Any]:
                        "max_weight_share": WEIGHT_SHARE_MAX,
                        "ess_fraction": ESS_FRACTION_MIN},
             "reason": "; ".join(failed)}
+
+
+def reference_status(record: dict[str, Any]) -> tuple[str, str]:
+    """A computed reference's (status, reason) in the words of a sweep's jobs
+    (harness.model.status_summary), as `reference` and reference sweeps count it: unreliable
+    when its method calls it so or one of its checks failed, timeout when it stopped (its
+    budget or CPU time spent) before its SE targets, else ok. One that could not be computed
+    at all (ReferenceFailed) is failed."""
+    if record.get("status") != "ok":
+        return record.get("status") or "failed", record.get("reason") or ""
+    failed = [c for c in record.get("checks") or () if not c["passed"]]
+    if failed:
+        return "unreliable", "; ".join(f"{c['name']} check failed" + (
+            f": {c['reason']}" if c.get("reason") else "") for c in failed)
+    names = {"log_marginal_likelihood_se": "log Z SE", "test_probabilities_se": "test SE"}
+    missed = [names.get(k, k) for k, reached in (record.get("targets_reached") or {}).items()
+              if not reached]
+    if missed:
+        return "timeout", (f"targets not reached: {record.get('stopped')} before the "
+                           f"{' and '.join(missed)} target{'s' if len(missed) > 1 else ''}")
+    return "ok", ""

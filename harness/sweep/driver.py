@@ -18,10 +18,11 @@ progress line says it is waiting meanwhile), the scheduler lost (found within a 
 connection closing, at any point of the run; Dask's own logs are silenced for that case), a
 local cluster that does not start, or whose workers keep dying (replaced a bounded number of
 times meanwhile, each replacement said in a note).
-The exit status of `sweep` is `Outcome.exit_code`: 0 every job of the sweep stored ok,
-1 some stored with another status (failed, error, timeout, ...), 2 bad input (harness.cli)
-or a store that cannot be written, 3 the cluster could not finish (no workers, the scheduler
-lost, the local cluster not started or its workers dying), 130 interrupted.
+The exit status of `sweep` is `Outcome.exit_code` (harness.core.errors): 0 every job of the
+sweep is stored, whatever its status (the summary counts those not ok, with their reasons:
+`Outcome.not_ok`; `sweep --strict` exits 1 for them), 2 bad input (harness.cli) or a store that
+cannot be written, 3 the cluster could not finish (no workers, the scheduler lost, the local
+cluster not started or its workers dying), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.core.errors import InputError
+from harness.core.errors import EXIT_CLUSTER, EXIT_INTERRUPTED, EXIT_OK, InputError
 from harness.execution.arrivals import arrivals
 from harness.execution.cluster import ClusterLost
 from harness.execution.parts import PART_KEY_PREFIX, part_result, part_spec, run_part
 from harness.execution.provenance import environment_facts
 from harness.execution.store import ResultStore, StoreWriteFailed, held_records, store_file
+from harness.model.status_summary import not_ok, not_ok_summary
 from harness.sweep.execute import failure_record, run_job
 from harness.sweep.plan import Job, plan, skipped_pairs
 from harness.sweep.progress_line import Progress, duration
@@ -51,7 +53,6 @@ from harness.sweep.spec import Sweep, load_sweep
 from harness.sweep.tune_exact import record_references
 
 KEY_PREFIX = "gpc-job-"
-EXIT_OK, EXIT_NOT_OK, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 3, 130
 LOST_REASONS = ("scheduler-connection-lost", "scheduler-restart")   # of a cancelled future
 
 # Writes the report of a finished sweep: (store path, report folder, out) -> its files by kind.
@@ -75,6 +76,8 @@ class Outcome:
     interrupted: bool = False
     lost: str = ""                 # why the cluster could not finish (ClusterLost), if it did not
     in_store: Counter = field(default_factory=Counter)   # statuses of the sweep's stored jobs
+    not_ok: list[tuple[str, str]] = field(default_factory=list)   # (status, reason) of those
+    #                                                                   of them not ok
     store: str = ""
     report: dict[str, str] | None = None
 
@@ -89,12 +92,14 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        """The exit status of `sweep` (see the module's docstring)."""
+        """The exit status of `sweep` (see the module's docstring): 0 once every job of the
+        sweep is stored, whatever the statuses (`sweep --strict`: 1 when `in_store` holds a
+        status other than ok)."""
         if self.interrupted:
             return EXIT_INTERRUPTED
         if not self.complete:
             return EXIT_CLUSTER
-        return EXIT_NOT_OK if set(self.in_store) - {"ok"} else EXIT_OK
+        return EXIT_OK
 
 
 def pending(jobs: Sequence[Job], store: ResultStore, rerun_failed: bool) -> list[Job]:
@@ -311,8 +316,7 @@ def execute(client, jobs: Sequence[Job], store: ResultStore, outcome: Outcome, *
         store.add_record(record)
         outcome.statuses[record["status"]] += 1
         progress.update(record["status"])
-        if (record["status"] in ("failed", "error", "unreliable")
-                and outcome.statuses[record["status"]] <= 3):
+        if record["status"] != "ok" and outcome.statuses[record["status"]] <= 3:
             progress.note(f"  {record['status']}: {job.problem_name} / {job.label} / "
                           f"budget {job.budget} / replicate {job.replicate}: "
                           f"{record.get('reason', '')}")
@@ -576,7 +580,9 @@ def run_sweep(
             except ClusterLost as exc:
                 outcome.lost = str(exc)
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
-        in_store = outcome.in_store = Counter(db.status_counts(j.job_id for j in jobs))
+        stored = db.statuses(j.job_id for j in jobs).values()
+        in_store = outcome.in_store = Counter(status for status, _ in stored)
+        outcome.not_ok = not_ok(stored)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items()))
     if todo:
         print(f"ran {outcome.stored} jobs in {duration(outcome.elapsed)}"
@@ -585,6 +591,9 @@ def run_sweep(
     print(f"store {store_path}: {sum(in_store.values())} of the sweep's {len(jobs)} jobs"
           + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(in_store.items())) + ")"
              if in_store else ""), file=out)
+    if outcome.not_ok:
+        print(f"not ok: {not_ok_summary(outcome.not_ok)}; stored like the others "
+              f"(--rerun-failed reruns them, --strict exits 1 for them)", file=out)
     if outcome.cancelled and not outcome.lost:
         print(f"{outcome.cancelled} jobs were cancelled (scheduler lost?): run the same "
               f"command again to finish them", file=err)

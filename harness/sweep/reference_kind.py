@@ -24,9 +24,10 @@
 Each problem's reference is computed on the sweep's cluster, stored in the store's references
 table as soon as it is done and exported; a problem whose stored reference has the same key
 (problem, method, settings, part budget, seed), targets, parts per round and check method (with
-its settings) is skipped, so a rerun after a kill computes only what is missing. Exit 0 when
-every reference passed its checks and reached its targets, else 1 (the records are stored
-either way).
+its settings) is skipped, so a rerun after a kill computes only what is missing. Each reference
+has a status (harness.references.compute.reference_status: unreliable when a check failed,
+timeout when a target was not reached); the last line counts those not ok, with their reasons,
+and `sweep --strict` exits 1 for them (the records are stored either way).
 """
 
 from __future__ import annotations
@@ -193,12 +194,6 @@ def _matches(record: dict[str, Any] | None, expected: dict[str, Any]) -> bool:
             and (expected["check"] is None or run.get("settings") == expected["check_settings"]))
 
 
-def good(record: dict[str, Any]) -> bool:
-    """Every check passed and every target reached."""
-    return (all(c["passed"] for c in record["checks"])
-            and all(record["targets_reached"].values()))
-
-
 def plan_lines(sweep, store: Path) -> list[str]:
     """`sweep --check` of a reference sweep: each problem's settings and whether it is done."""
     from harness.execution.store import ResultStore
@@ -223,15 +218,20 @@ def plan_lines(sweep, store: Path) -> list[str]:
             + (f", references exported to {sweep.references}" if sweep.references else "")]
 
 
-def run_reference_sweep(sweep, store: Path, client=None, out=print) -> int:
-    """Compute, store and export every missing reference of the sweep (module doc); the exit
-    code: 0 all passed their checks and reached their targets, else 1."""
+def run_reference_sweep(sweep, store: Path, client=None, out=print) -> list[str]:
+    """Compute, store and export every missing reference of the sweep (module doc); the
+    status of each problem's reference (reference_status; failed: none computed)."""
     from harness.execution.formatting import format_reference
     from harness.execution.store import ResultStore
     from harness.model.reference_values import export_reference, file_name
-    from harness.references.compute import ReferenceFailed, compute_reference
+    from harness.model.status_summary import not_ok_summary
+    from harness.references.compute import (
+        ReferenceFailed,
+        compute_reference,
+        reference_status,
+    )
 
-    failed = 0
+    results: list[tuple[str, str]] = []
     with ResultStore(store) as st:
         stored = st.references()
         for p in sweep.problems:
@@ -246,17 +246,20 @@ def run_reference_sweep(sweep, store: Path, client=None, out=print) -> int:
                         out=lambda text: print(text, file=sys.stderr, flush=True))
                 except ReferenceFailed as exc:
                     out(f"{p.name}: reference FAILED: {exc}")
-                    failed += 1
+                    results.append(("failed", exc.reason))
                     continue
                 st.add_reference(record)
                 verb = "computed"
             if sweep.references is not None:
                 export_reference(record, sweep.references / file_name(p.name))
-            ok = good(record)
-            failed += not ok
+            results.append(reference_status(record))
+            status, reason = results[-1]
             out(f"{p.name}: {verb}, log Z {record['log_marginal_likelihood']:.6f} ± "
                 f"{record['log_marginal_likelihood_se']:.2g}, {record['stopped']}"
-                + ("" if ok else " — NOT GOOD (a check failed or a target not reached)"))
+                + ("" if status == "ok" else f" — {status}: {reason}"))
             if verb == "computed":
                 print(format_reference(record), file=sys.stderr)
-    return 0 if failed == 0 else 1
+    summary = not_ok_summary(results)
+    out(f"{len(results)} reference(s): {len(results) - sum(s != 'ok' for s, _ in results)} ok"
+        + (f"; not ok: {summary}" if summary else ""))
+    return [status for status, _ in results]

@@ -86,7 +86,8 @@ def test_report_and_export_read_the_last_sweeps_store_and_say_so(capsys, tiny_st
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tiny.toml").write_text('name = "tiny"\nbudgets = [200]\n'
                                         'problems = ["onefactor:n=5"]\n[methods.sov]\n')
-    monkeypatch.setattr(driver, "run_sweep", lambda *a, **k: SimpleNamespace(exit_code=0))
+    monkeypatch.setattr(driver, "run_sweep",
+                        lambda *a, **k: SimpleNamespace(exit_code=0, in_store={"ok": 20}))
     code, out, err = run_cli(capsys, "export", "--out", "before.csv")   # nothing remembered
     assert code == 2 and "results/quick.sqlite (the default" in err
     assert main(["sweep", "tiny.toml", "--store", str(tiny_store)]) == 0
@@ -134,7 +135,7 @@ def test_a_nan_from_a_plugin_is_blamed_on_the_plugin(capsys, tmp_path, method_fi
     path = method_file(tmp_path, FAILING, "failing.py")
     line = FAILING.splitlines().index("class GivesNan(Method):") + 5   # its `def _estimate`
     code, out, _ = run_cli(capsys, "run", "onefactor:n=5", f"{path}:GivesNan", "--budget", "10",
-                           "--json")
+                           "--json", "--strict")
     reason = json.loads(out)["reason"]
     assert code == 1 and "nan is not a log-probability" in reason
     assert f"(returned by failing.py:{line} in GivesNan._estimate)" in reason

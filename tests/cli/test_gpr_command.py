@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from harness.cli.args import EXIT_BAD_INPUT
 from harness.cli.main import main
+from harness.core.errors import EXIT_BAD_INPUT
 from harness.core.gpr import GaussianProcessRegressor, log_evidence
 from harness.core.kernels import RBF
 from harness.datasets.sine import sine_data

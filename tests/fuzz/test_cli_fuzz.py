@@ -53,11 +53,11 @@ def fuzz_settings(name: str):
 
 
 def run_case(*argv: str) -> tuple[int, str, str]:
-    """A `run` case: as assert_clean, except that a run whose estimate is not ok (exit 1) is
-    fine when the method said why (status failed, timeout or unreliable with a reason: e.g.
-    a huge jitter makes AIS's annealing too coarse). Status `error` (the method raised) is a
-    finding."""
-    argv = ("run", *argv, "--json")
+    """A `run --strict` case: as assert_clean, except that a run whose estimate is not ok
+    (exit 1) is fine when the method said why (status failed, timeout or unreliable with a
+    reason: e.g. a huge jitter makes AIS's annealing too coarse). Status `error` (the method
+    raised) is a finding."""
+    argv = ("run", *argv, "--json", "--strict")
     code, out, err = cli(*argv)
     event(f"exit {code}")
     if code == 1:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.args import EXIT_BAD_INPUT
 from harness.cli.main import main
-from harness.core.errors import InputError
+from harness.core.errors import EXIT_BAD_INPUT, InputError
 from harness.plugins import method_files as plugin_file
 from harness.plugins import registry
 from harness.sweep.execute import run_job

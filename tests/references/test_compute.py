@@ -181,16 +181,21 @@ def test_reference_command_writes_json_a_file_and_the_store(tmp_path, capsys):
     make_problem.cache_clear()
 
 
-def test_a_failed_reference_is_one_line_and_exit_1(monkeypatch, capsys):
+def test_a_failed_reference_is_one_line_and_exit_1_with_strict(monkeypatch, capsys):
     from harness.methods.sov import Sov
     from harness.model.result import Estimate
 
     monkeypatch.setattr(Sov, "combine_parts",
                         lambda self, problem, parts: Estimate.failed("all weights zero"))
-    assert main(["reference", SMALL, "--method", "sov", "--budget", "8000",
-                 "--check-method", "none"]) == 1
-    err = capsys.readouterr().err
-    assert "reference failed" in err and "all weights zero" in err and "Traceback" not in err
+    argv = ["reference", SMALL, "--method", "sov", "--budget", "8000", "--check-method", "none",
+            "-q"]
+    assert main(argv) == 0                # the work is done: its status is data
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and "Traceback" not in err and len(lines) == 2, err
+    assert lines[0].startswith("reference failed: ") and "all weights zero" in lines[0]
+    assert lines[1] == "not ok: 1 failed (all weights zero)"
+    assert main([*argv, "--strict"]) == 1
 
 
 def test_check_settings_reach_the_check_method(capsys):
@@ -276,3 +281,19 @@ def test_a_cluster_gives_the_same_reference_as_this_process():
                       "test_probabilities", "test_probabilities_se", "budget", "parts",
                       "stopped", "key"):
             assert there[field] == here[field], field
+
+
+def test_reference_status_in_the_words_of_a_sweeps_jobs():
+    good = {"status": "ok", "reason": "", "checks": [{"name": "weights", "passed": True}],
+            "targets_reached": {"log_marginal_likelihood_se": True,
+                                "test_probabilities_se": True}, "stopped": "targets reached"}
+    assert ref.reference_status(good) == ("ok", "")
+    short = {**good, "targets_reached": {"log_marginal_likelihood_se": True,
+                                         "test_probabilities_se": False},
+             "stopped": "CPU time spent"}
+    assert ref.reference_status(short) == (
+        "timeout", "targets not reached: CPU time spent before the test SE target")
+    flagged = {**short, "checks": [{"name": "agreement", "passed": False, "reason": "3.2 SE"}]}
+    assert ref.reference_status(flagged) == ("unreliable", "agreement check failed: 3.2 SE")
+    degenerate = {**flagged, "status": "unreliable", "reason": "weights degenerate: ESS 1"}
+    assert ref.reference_status(degenerate) == ("unreliable", "weights degenerate: ESS 1")

@@ -100,8 +100,9 @@ def test_sweep_on_an_existing_cluster(dask_cluster, tmp_path, capsys):
     # --rerun-failed reruns exactly the jobs stored without status ok
     with ResultStore(store) as db:
         db.add_record(failure_record(jobs[5], "failed", "KilledWorker: pretend"))
-    assert main(args) == 1          # a job of the sweep is stored as failed: exit 1
-    assert "24 done, 0 to run" in capsys.readouterr().out
+    assert main([*args, "--strict"]) == 1   # a job of the sweep is stored as failed: exit 1
+    out = capsys.readouterr().out
+    assert "24 done, 0 to run" in out and "not ok: 1 failed (KilledWorker)" in out
     assert main([*args, "--rerun-failed"]) == 0
     assert "23 done, 1 to run" in capsys.readouterr().out
     with ResultStore(store) as db:

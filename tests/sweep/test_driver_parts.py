@@ -153,7 +153,7 @@ def test_rerun_failed_reruns_only_the_failed_parts(dask_cluster, tmp_path, capsy
     store = tmp_path / "failing.sqlite"
     args = ["sweep", str(path), "--store", str(store), "--scheduler",
             str(dask_cluster.scheduler_file), "--no-report"]
-    assert main(args) == 1                       # a job not ok (main's exit codes)
+    assert main([*args, "--strict"]) == 1        # a job not ok (main's exit codes)
     with ResultStore(store, read_only=True) as db:
         bad = [r for r in db.records() if r["status"] != "ok"]
     assert len(bad) == 1 and bad[0]["reason"].startswith("part 0 of 6: ")
@@ -161,7 +161,7 @@ def test_rerun_failed_reruns_only_the_failed_parts(dask_cluster, tmp_path, capsy
     first = stored_parts(store)
     assert len(first) == 6
     capsys.readouterr()
-    assert main([*args, "--rerun-failed"]) == 1  # the planted failure fails again
+    assert main([*args, "--rerun-failed"]) == 0  # the planted failure fails again: stored
     assert "1 of them in 6 parts: 5 parts stored, 1 to run" in capsys.readouterr().out
     again = stored_parts(store)
     assert {k for k in first if again[k] != first[k]} == {(bad[0]["job_id"], 0)}
