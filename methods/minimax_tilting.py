@@ -28,6 +28,7 @@ from harness.engine.orthant_method import OrthantMethod
 from harness.engine.resampled_walk import WALKS, Resampled, resamples
 from harness.engine.sampler import OrthantSampler
 from harness.engine.settings import BLOCK_SIZE, CHUNK_MB, POINTS, RANDOMISATIONS
+from harness.engine.sov_block import block_size
 from harness.engine.tilted_step import Tilted
 from harness.engine.tlr_factor import TILED_ORDERINGS, TLR_CONSTRAINTS, choose_factor
 from harness.model.constraints import OneOf
@@ -65,11 +66,13 @@ class MinimaxTilting(OrthantMethod, Method):
     def sampler(self, n_train: int) -> OrthantSampler:
         """The dense (univariate order) or tile-low-rank factor, the tilted step, the
         importance or the resampled walk."""
+        sequential = resamples(self.walk, n_train)
+        # the importance walk's step does a block in one compiled call: its block then
+        block = self.block_size or (0 if sequential else block_size(n_train))
         factor = choose_factor(n_train, reorder=self.reorder, dense_reorder="univariate",
                                tile_size=self.tile_size, tolerance=self.tolerance,
-                               factorisation=self.factorisation, block_size=self.block_size,
+                               factorisation=self.factorisation, block_size=block,
                                name=self.name, label=self.label())
-        sequential = resamples(self.walk, n_train)
         walk = Resampled(randomisations=self.randomisations) if sequential \
             else Importance(self.points, self.randomisations)
         return OrthantSampler(factor, Tilted(twisted=sequential), walk, self.name,

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from harness.core.acceptance import split_accepted
 from harness.core.partdata import plain
 from harness.core.progress import advance
 from harness.core.qmc import batch_error, ratio_standard_error, split_budget
@@ -92,21 +93,20 @@ class _BootstrapStep:
     def __init__(self, n: int, n_vars: int, soft: bool, rng: np.random.Generator):
         self.n, self.soft, self.rng = n, soft, rng
         self.log_p = np.empty(n_vars)
+        self.phi = np.empty(n)                 # Φ(t) of the soft count
 
     def __call__(self, j: int, t: np.ndarray):
         eps = self.rng.standard_normal(self.n)
-        accept = eps >= -t                     # v_j = c_j + L_jj eps >= 0
-        acc = np.flatnonzero(accept)
+        acc, rej = split_accepted(t, eps, self.soft, self.phi)   # v_j = c_j + L_jj eps >= 0
         if len(acc) == 0:
             raise AllRejected(j)
         if self.soft:
-            p = float(np.mean(ndtr(t)))
+            p = float(np.mean(self.phi))
             self.log_p[j] = np.log(p) if p > 1e-300 else logsumexp(log_ndtr(t)) - np.log(self.n)
         else:
             self.log_p[j] = np.log(len(acc) / self.n)
         if len(acc) == self.n:
             return eps, None
-        rej = np.flatnonzero(~accept)
         src = acc[self.rng.integers(0, len(acc), size=len(rej))]
         return eps, Resample(src=src, dst=rej)
 

@@ -29,6 +29,7 @@ from harness.engine.importance_walk import Importance
 from harness.engine.orthant_method import OrthantMethod
 from harness.engine.sampler import OrthantSampler
 from harness.engine.settings import BLOCK_SIZE, CHUNK_MB, POINTS, RANDOMISATIONS
+from harness.engine.sov_block import block_size
 from harness.engine.sov_step import SovProposal
 from harness.model.constraints import OneOf
 from harness.model.method import Method
@@ -56,6 +57,7 @@ class Sov(OrthantMethod, Method):
 
     def sampler(self, n_train: int) -> OrthantSampler:
         """The dense factor, the SOV step, the importance walk."""
-        return OrthantSampler(DenseCholesky(self.reorder, None, self.block_size), SovProposal(),
+        block = self.block_size or block_size(n_train)   # the compiled step's block
+        return OrthantSampler(DenseCholesky(self.reorder, None, block), SovProposal(),
                               Importance(self.points, self.randomisations), self.name,
                               self.chunk_mb)

@@ -31,15 +31,35 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from harness.core import special
 from harness.core.errors import InputError
+from harness.core.special import log1m_
+from harness.core.threads import over_blocks
 
 KINDS = ("sobol", "lattice", "random")
 SOBOL_MAX_DIM = 21201   # scipy.stats.qmc.Sobol.MAXDIM
 _BITS = 30
 _CELL = 2.0**-_BITS
 _NEG_TINY = -np.finfo(float).tiny   # largest value log(1 - w) may take: keeps it < 0
+_W_MAX = 1.0 - 2.0**-53             # largest w whose log(1 - w) is taken
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+def _shifted_rows(base, xor, offset, out, r0, m, lo, hi, log):
+    """Rows lo..hi-1 of one randomisation of m Sobol' points in one pass, into columns
+    r0..r0+m-1 of out: w = (digits XOR shift + offset) 2^-30 (module doc), or with `log`
+    log(1 - min(w, 1 - 2^-53)) capped below 0 (special.log1m_: special.log1m's numbers)."""
+    for j in range(lo, hi):
+        x, off = xor[j], offset[j]
+        if log:
+            for i in range(m):
+                w = min((np.float64(base[j, i] ^ x) + off) * _CELL, _W_MAX)
+                out[j, r0 + i] = min(log1m_(w), _NEG_TINY)
+        else:
+            for i in range(m):
+                out[j, r0 + i] = (np.float64(base[j, i] ^ x) + off) * _CELL
 
 
 def first_primes(n: int) -> np.ndarray:
@@ -145,8 +165,10 @@ class PointSet:
         self._position = b
         return np.ascontiguousarray((pts * 2.0**_BITS).astype(np.uint32).T)
 
-    def uniforms(self, a: int, b: int) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
-        """Points a..b-1 of every randomisation, variable-major: (dim x rows), and chunk_rows."""
+    def uniforms(self, a: int, b: int, log: bool = False
+                 ) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+        """Points a..b-1 of every randomisation, variable-major: (dim x rows), and chunk_rows
+        (with `log`, Sobol' points come as log(1 - w) already, see log_complement)."""
         rows = self.chunk_rows(a, b)
         n = sum(m for _, _, m in rows)
         out = np.empty((self.dim, n))
@@ -156,11 +178,9 @@ class PointSet:
         if self.kind == "sobol":
             base = self._sobol_base(a, max(a + m for _, _, m in rows))
             for k, r0, m in rows:
-                block = out[:, r0 : r0 + m]
-                np.bitwise_xor(base[:, :m], self._xor[k][:, None], out=base[:, :m])
-                np.add(base[:, :m], self._offset[k][:, None], out=block)
-                block *= _CELL
-                np.bitwise_xor(base[:, :m], self._xor[k][:, None], out=base[:, :m])  # undo
+                args = (base, self._xor[k], self._offset[k], out, r0, m)
+                over_blocks(lambda lo, hi, args=args: _shifted_rows(*args, lo, hi, log),
+                            self.dim, 64)
             return out, rows
         r = np.arange(a + 1, a + 1 + max(m for _, _, m in rows), dtype=float)
         base = np.multiply.outer(self._q, r)   # r q < 2^53: exact enough (r q mod 1 ~ 1e-10)
@@ -196,9 +216,11 @@ class PointSet:
             n = sum(m for _, _, m in rows)
             E = self.rng.standard_exponential((self.dim, n))
             np.negative(E, out=E)
+        elif self.kind == "sobol":
+            return self.uniforms(a, b, log=True)
         else:
             E, rows = self.uniforms(a, b)
-            np.minimum(E, 1.0 - 2.0**-53, out=E)   # the tent can reach 1 exactly
+            np.minimum(E, _W_MAX, out=E)   # the tent can reach 1 exactly
             special.log1m(E, out=E)
         np.minimum(E, _NEG_TINY, out=E)
         return E, rows

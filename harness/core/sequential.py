@@ -68,6 +68,9 @@ def default_block_size(n_vars: int) -> int:
 class CholeskyWalk:
     """Walk the variables of v = L z in order for many particles at once (see module doc)."""
 
+    draws_in_history = True   # the history is Z itself: a step that does a whole block at
+    #                           once (no resampling) draws straight into Z's block columns
+
     def __init__(self, L: np.ndarray, block_size: int | None = None):
         self.L = np.ascontiguousarray(L, dtype=float)
         self.n_vars = len(self.L)
@@ -145,17 +148,19 @@ class CholeskyWalk:
         N, k = self.n_vars, self.block_size
         Z = self._new_history(n)
         lineage = np.arange(n)
-        # In-block work array: column o holds the block-start conditional mean of variable
-        # i0+o until that variable is drawn, then its draw z. So a particle's in-block state
-        # is one contiguous row, and resampling copies exactly kb numbers per particle.
-        W_full = np.empty((n, k))
         enter = getattr(step, "enter_block", None)
         fused = getattr(step, "fused_block", None)
+        in_place = fused is not None and self.draws_in_history
+        # In-block work array: column o holds the block-start conditional mean of variable
+        # i0+o until that variable is drawn, then its draw z. So a particle's in-block state
+        # is one contiguous row, and resampling copies exactly kb numbers per particle. A
+        # fused step works in Z's own block columns instead (no copy into the history).
+        W_full = None if in_place else np.empty((n, k))
         for i0 in range(0, N, k):
             check_deadline()  # cooperative per-job CPU-time limit (harness.core.deadline)
             i1 = min(i0 + k, N)
             kb = i1 - i0
-            W = W_full[:, :kb] if kb < k else W_full
+            W = Z[:, i0:i1] if in_place else W_full[:, :kb] if kb < k else W_full
             if i0:  # conditional means of the block's variables from the history: one GEMM
                 self._block_means(Z, i0, i1, W)
             else:
@@ -171,7 +176,8 @@ class CholeskyWalk:
             if anc is not None and i0:
                 Z = self._gather_history(Z, anc, i0)
                 self._resampled(anc)
-            self._store_block(Z, W, i0, i1, anc)
+            if not in_place:
+                self._store_block(Z, W, i0, i1, anc)
             self._block_done(Z, i0, i1)
             advance(n * kb)   # particle-variables (harness.core.progress)
         return self._result(Z, lineage)

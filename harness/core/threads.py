@@ -97,17 +97,21 @@ def _pool(n: int):
     return ThreadPoolExecutor(max_workers=n, thread_name_prefix="harness-rows")
 
 
+def over_blocks(work: Callable[[int, int], object], n: int, block: int = ROW_BLOCK) -> None:
+    """work(lo, hi) over [0, n): whole with one thread in force, else in blocks of `block` on
+    a thread pool (`work` must release the GIL: a BLAS call, a nogil kernel). Each block is
+    the same work whichever thread runs it, so the numbers do not depend on the count."""
+    k = threads()
+    if k == 1 or n < 2 * block:
+        work(0, n)
+        return
+    list(_pool(k).map(lambda lo: work(lo, min(lo + block, n)), range(0, n, block)))
+
+
 def matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """out = a @ b (a new array without `out`); with several threads in force, row blocks of
-    ROW_BLOCK on a thread pool (each a one-thread BLAS call, which releases the GIL), the same
-    numbers as one call."""
-    n = threads()
-    rows = a.shape[0]
+    """out = a @ b (a new array without `out`), rows in blocks over the threads in force
+    (`over_blocks`: each block a one-thread BLAS call), the same numbers as one call."""
     if out is None:
-        out = np.empty((rows, b.shape[1]))
-    if n == 1 or rows < 2 * ROW_BLOCK:
-        return np.matmul(a, b, out=out)
-    blocks = range(0, rows, ROW_BLOCK)
-    list(_pool(n).map(lambda r: np.matmul(a[r:r + ROW_BLOCK], b, out=out[r:r + ROW_BLOCK]),
-                      blocks))
+        out = np.empty((a.shape[0], b.shape[1]))
+    over_blocks(lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), a.shape[0])
     return out

@@ -418,6 +418,8 @@ class VecchiaWalk(CholeskyWalk):
     variable (-1 for the others, whose rows were reused). When a step resamples, the held rows
     are permuted with the particles."""
 
+    draws_in_history = False   # the history holds v's, not the draws z
+
     def __init__(self, cond: Conditionals, block_size: int = 1, keep: np.ndarray | None = None):
         self.L = None
         self.cond = cond

@@ -23,6 +23,7 @@ from scipy.linalg import cholesky, solve_triangular
 from harness.core.saddle_point import mills_and_slope, solve_saddle_point, truncated_mean
 from harness.core.truncnorm import draw_above
 from harness.engine.factor import SetupFailed
+from harness.engine.sov_block import sov_block
 from harness.engine.sov_step import SovStep
 from harness.model.ordered import cached
 from harness.model.problem import Problem
@@ -129,6 +130,13 @@ class TiltStep(SovStep):
         self.mu = mu
         self.twist = twist
         self.block: BlockTwist | None = None
+        if twist is None and isinstance(E, np.ndarray):   # Botev's weights: a whole block
+            self.fused_block = self._shifted_block          # in one compiled call
+
+    def _shifted_block(self, i0: int, i1: int, W: np.ndarray, D: np.ndarray,
+                       pivots: np.ndarray):
+        """Variables i0..i1-1 of every particle (harness.engine.sov_block with the shifts)."""
+        sov_block(W, D, pivots, self.E[i0:i1], self.logw, self.mu[i0:i1])
 
     def enter_block(self, i0: int, i1: int, W: np.ndarray, D: np.ndarray) -> None:
         """The walk's announcement of variables i0..i1−1 (harness.core.sequential): W holds

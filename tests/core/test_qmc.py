@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from harness.core import special
 from harness.core.errors import InputError
 from harness.core.qmc import (
     KINDS,
@@ -15,6 +16,7 @@ from harness.core.qmc import (
     first_primes,
     split_budget,
 )
+from harness.core.threads import compute_threads
 
 
 def test_first_primes():
@@ -40,6 +42,21 @@ def test_points_are_uniform_and_log_complement_is_negative(kind):
     E, _ = PointSet(kind, 7, [1000], np.random.default_rng(1)).log_complement(0, 1000)
     assert np.all(np.isfinite(E)) and np.all(E < 0)
     np.testing.assert_allclose(E.mean(axis=1), -1.0, atol=0.1)   # log(1 - U) ~ -Exp(1)
+
+
+def test_sobol_log_complement_is_log1m_of_the_points_on_any_thread_count():
+    """The one-pass Sobol' kernel gives exactly log(1 - min(w, 1 - 2^-53)), capped below 0,
+    of the points `uniforms` hands out, with one thread or two."""
+    sizes = [700, 701, 699]
+    U = PointSet("sobol", 300, sizes, np.random.default_rng(5)).uniforms(0, 701)[0]
+    expected = np.minimum(special.log1m(np.minimum(U, 1.0 - 2.0**-53)),
+                          -np.finfo(float).tiny)
+    for n in (1, 2):
+        with compute_threads(n):
+            ps = PointSet("sobol", 300, sizes, np.random.default_rng(5))
+            E, _ = ps.log_complement(0, 701)
+            again = PointSet("sobol", 300, sizes, np.random.default_rng(5)).uniforms(0, 701)[0]
+        assert np.array_equal(E, expected) and np.array_equal(again, U)
 
 
 @pytest.mark.parametrize("kind", ["sobol", "lattice"])

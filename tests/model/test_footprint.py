@@ -117,7 +117,7 @@ def test_run_refuses_a_job_larger_than_the_memory_limit(capsys):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1, lines
     line = lines[0]
-    assert line.startswith("error: sov on onefactor:n=400 at budget 10 needs 2.7 MB (")
+    assert line.startswith("error: sov on onefactor:n=400 at budget 10 needs 2.72 MB (")
     assert "dense factor L 1.28 MB" in line
     assert line.endswith("the memory limit (--memory-limit) is 2 MB")
     # the same job under a limit it fits runs
