@@ -1,4 +1,5 @@
-"""Row copies for resampled particle arrays (numba: numpy's fancy indexing costs ~75 ns a row).
+"""Row and column copies for resampled particle arrays (numba: numpy's fancy indexing costs
+~75 ns a row).
 
 With fancy indexing the row copies dominated the rejection–bootstrap walk (docs/studies.md,
 "Small implementation choices").
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from harness.core.threads import over_blocks
 
 
 @njit(cache=True, nogil=True)
@@ -32,9 +35,24 @@ def gather_rows(A, idx, ncols, out):
             out[r, c] = A[s, c]
 
 
+@njit(cache=True, nogil=True)
+def _gather_columns(A, idx, out, lo, hi):
+    for r in range(lo, hi):
+        a, o = A[r], out[r]
+        for p in range(idx.shape[0]):
+            o[p] = a[idx[p]]
+
+
+def gather_columns(A: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+    """out[:, p] = A[:, idx[p]] for C-contiguous A and out (numpy's take along axis 1 copies
+    element by element), rows split over the threads in force (harness.core.threads)."""
+    over_blocks(lambda lo, hi: _gather_columns(A, idx, out, lo, hi), A.shape[0], 256)
+
+
 def warm_up() -> None:
     """Compile (or load from cache) the kernels, so that the first timed job does not pay."""
     A = np.zeros((2, 2))
     i = np.zeros(1, dtype=np.int64)
     copy_rows(A, i, i)
     gather_rows(A, i, 1, np.zeros((1, 2)))
+    gather_columns(A, i, np.zeros((2, 1)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.progress import phase
+from harness.core.rowops import gather_columns
 from harness.core.sequential import CholeskyWalk
 from harness.core.tlr import TileLowRankFactor
 
@@ -61,7 +62,7 @@ class TileLowRankWalk(CholeskyWalk):
         """Particle p continues particle anc[p]: so do its projections (columns of H)."""
         if self._spare is None:
             self._spare = np.empty_like(self.Ht)
-        np.take(self.Ht, anc, axis=1, out=self._spare)
+        gather_columns(self.Ht, anc, self._spare)
         self.Ht, self._spare = self._spare, self.Ht
 
     def _block_done(self, Z, i0, i1):
