@@ -36,17 +36,21 @@ def gather_rows(A, idx, ncols, out):
 
 
 @njit(cache=True, nogil=True)
-def _gather_columns(A, idx, out, lo, hi):
-    for r in range(lo, hi):
+def _gather_columns(A, idx, out, rows, lo, hi):
+    for k in range(lo, hi):
+        r = rows[k]
         a, o = A[r], out[r]
         for p in range(idx.shape[0]):
             o[p] = a[idx[p]]
 
 
-def gather_columns(A: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """out[:, p] = A[:, idx[p]] for C-contiguous A and out (numpy's take along axis 1 copies
-    element by element), rows split over the threads in force (harness.core.threads)."""
-    over_blocks(lambda lo, hi: _gather_columns(A, idx, out, lo, hi), A.shape[0], 256)
+def gather_columns(A: np.ndarray, idx: np.ndarray, out: np.ndarray,
+                   rows: np.ndarray | None = None) -> None:
+    """out[r, p] = A[r, idx[p]] for the rows `rows` (default: all) of C-contiguous A and out
+    (numpy's take along axis 1 copies element by element), the rows split over the threads
+    in force (harness.core.threads)."""
+    rows = np.arange(A.shape[0]) if rows is None else rows
+    over_blocks(lambda lo, hi: _gather_columns(A, idx, out, rows, lo, hi), len(rows), 256)
 
 
 def warm_up() -> None:

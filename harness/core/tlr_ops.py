@@ -37,6 +37,14 @@ class TileLowRankWalk(CholeskyWalk):
         self.pivots = factor.pivots
         self.Ht = None
         self._spare = None
+        # each row of H: the tile whose draws it projects and the tile that reads it
+        self._source = np.empty(factor.h_cols, dtype=np.intp)
+        for j, idx in enumerate(factor.h_idx):
+            self._source[idx] = j
+        self._target = np.empty(factor.h_cols, dtype=np.intp)
+        for r, (h0, h1) in enumerate(factor.h_range):
+            self._target[h0:h1] = r
+        self._tile = 0
 
     def run(self, n: int, step):
         f = self.factor
@@ -56,13 +64,17 @@ class TileLowRankWalk(CholeskyWalk):
             out[:] = 0.0
 
     def _diagonal_block(self, i0, i1):
-        return self.factor.diag[i0 // self.factor.tile]
+        self._tile = i0 // self.factor.tile      # the tile being walked
+        return self.factor.diag[self._tile]
 
     def _resampled(self, anc: np.ndarray) -> None:
-        """Particle p continues particle anc[p]: so do its projections (columns of H)."""
+        """Particle p continues particle anc[p]: so do its projections (columns of H). Only
+        the rows still to be read are gathered: written by an earlier tile, read by a later
+        one or a test row (the others are read already, or written after this tile)."""
         if self._spare is None:
             self._spare = np.empty_like(self.Ht)
-        gather_columns(self.Ht, anc, self._spare)
+        live = np.flatnonzero((self._source < self._tile) & (self._target > self._tile))
+        gather_columns(self.Ht, anc, self._spare, live)
         self.Ht, self._spare = self._spare, self.Ht
 
     def _block_done(self, Z, i0, i1):

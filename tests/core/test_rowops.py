@@ -32,3 +32,14 @@ def test_gather_columns_is_take_along_the_particles(threads):
     with compute_threads(threads):
         gather_columns(A, idx, out)
     assert np.array_equal(out, np.take(A, idx, axis=1))
+
+
+def test_gather_columns_of_some_rows_leaves_the_others():
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((40, 25))
+    idx = rng.integers(0, 25, 25)
+    rows = np.array([0, 3, 4, 39])
+    out = np.zeros_like(A)
+    gather_columns(A, idx, out, rows)
+    assert np.array_equal(out[rows], A[rows][:, idx])
+    assert np.all(np.delete(out, rows, axis=0) == 0)
