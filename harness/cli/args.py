@@ -85,6 +85,14 @@ def strict_exit(statuses: Iterable[str], strict: bool) -> int:
     return EXIT_FLAGGED if strict and any(s != "ok" for s in statuses) else EXIT_OK
 
 
+def add_file_help(p: argparse.ArgumentParser) -> None:
+    """A `--help` section on problem files (.csv, .npz) and their options: what each means and
+    its default (harness.datasets.files.FILE_HELP), so none is a silent default."""
+    from harness.datasets.files import FILE_HELP
+
+    p.add_argument_group("problem files (.csv, .npz) and their options", FILE_HELP)
+
+
 def add_named(p: argparse.ArgumentParser, name: str, help: str, *, many: bool = False) -> None:
     """The problem or method a command works on, given positionally or as --NAME (both
     spellings on every command: `run PROBLEM METHOD` = `run --problem P --method M`,

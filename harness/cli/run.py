@@ -7,6 +7,7 @@ import json
 from harness.cli.args import (
     VERBOSE,
     add_cluster_options,
+    add_file_help,
     add_named,
     add_strict,
     named,
@@ -55,6 +56,7 @@ def setup(p):
     p.add_argument("--parts", help="split the estimate into this many independent parts, or "
                    "auto (from the method, budget and N; never from the workers); default auto "
                    "with --workers/--scheduler; without them the parts run in this process")
+    add_file_help(p)
 
 
 def run(args) -> int:

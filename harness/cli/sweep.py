@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.cli.args import (
     add_cluster_options,
+    add_file_help,
     add_strict,
     max_local_workers,
     remember_store,
@@ -109,6 +110,7 @@ def setup(p):
                    help="validate the sweep file and print the plan a run would follow (jobs, "
                    "not planned pairs, how many are already in the store); run nothing and "
                    "write nothing")
+    add_file_help(p)
 
 
 def run(args) -> int:
@@ -185,20 +187,22 @@ def _check(sweep, args, workers) -> int:
     from pathlib import Path
 
     from harness.sweep.driver import check_writable, plan_lines, stored_job_ids
-    from harness.sweep.plan import plan
+    from harness.sweep.plan import former_keys_line, keep_stored_keys, plan
 
     store = Path(args.store) if args.store else sweep.store
     check_writable(store, "store")
     if not args.no_report:
         check_writable(sweep.report, "report", directory=True)
     limit = _check_memory(sweep, args, workers)
-    jobs = plan(sweep, limit)
+    jobs, kept = keep_stored_keys(plan(sweep, limit), stored_job_ids(store) or set())
     print(f"{sweep.path}: valid")
     print("\n".join(plan_lines(sweep, jobs, limit, store)))
     done = stored_job_ids(store, args.rerun_failed)
     n_done = 0 if done is None else sum(j.job_id in done for j in jobs)
     print(f"{n_done} done, {len(jobs) - n_done} to run"
           + (" (no store there yet)" if done is None else ""))
+    if kept:
+        print(former_keys_line(kept))
     for p in sweep.problems:
         print(f"  problem {p.spec}  (N={p.n_train}, {p.n_test} test points)")
     for m in sweep.methods:

@@ -44,8 +44,10 @@ def build_problem(spec: str, field: str, limit: int | None, where: str) -> Probl
 
 
 def run_key(problem: Problem, method: Method, budget: int, seed: int) -> dict[str, Any]:
-    """The key of a single run's random stream (`run` and `estimate` share it)."""
-    return {"problem": problem.name, "method": method.label(), "budget": budget, "seed": seed}
+    """The key of a single run's random stream (`run` and `estimate` share it): the problem by
+    its name, a user file's by its content and options (Problem.identity), not its path."""
+    return {"problem": problem.identity or problem.name, "method": method.label(),
+            "budget": budget, "seed": seed}
 
 
 def run_single(problem: Problem, method: Method, budget: int, seed: int, limit: int | None,

@@ -131,6 +131,9 @@ class Problem:
     truth: Truth | None = None
     description: str = ""
     bayes_posterior: np.ndarray | None = None  # generating model's P(y*=+1 | x*), synthetic only
+    # what job keys and random streams call the problem when it is not its spec or name: a
+    # user file's content and options, never its path (harness.datasets.files.file_identity)
+    identity: str = ""
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -150,6 +153,7 @@ class Problem:
         params: Mapping[str, Any] | None = None,
         description: str = "",
         bayes_posterior=None,
+        identity: str = "",
     ) -> Problem:
         """A GPC problem; the training points are rearranged by `order` (see class_order)."""
         X_train = _as_matrix(X_train, "X_train")
@@ -185,6 +189,7 @@ class Problem:
             truth=truth,
             description=description,
             bayes_posterior=None if bayes_posterior is None else np.asarray(bayes_posterior, float),
+            identity=identity,
         )
         # validate early (a clear error, not a failure in a worker), in O(N): a finite diagonal
         # of R bounds every entry of R and B (Covariance.check); R = C (K + I) C with K positive
@@ -203,6 +208,7 @@ class Problem:
         family: str = "custom",
         params: Mapping[str, Any] | None = None,
         description: str = "",
+        identity: str = "",
     ) -> Problem:
         """A pure orthant problem: estimate log P(v >= 0), v ~ N(0, covariance).
 
@@ -225,6 +231,7 @@ class Problem:
             covariance=R,
             truth=truth,
             description=description,
+            identity=identity,
         )
         if not isinstance(R, Covariance):
             problem.chol  # noqa: B018

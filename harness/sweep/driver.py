@@ -47,7 +47,14 @@ from harness.execution.provenance import environment_facts
 from harness.execution.store import ResultStore, StoreWriteFailed, held_records, store_file
 from harness.model.status_summary import not_ok, not_ok_summary
 from harness.sweep.execute import failure_record, run_job
-from harness.sweep.plan import Job, plan, skipped_pairs
+from harness.sweep.plan import (
+    Job,
+    former_keys_line,
+    keep_stored_keys,
+    moved_files_lines,
+    plan,
+    skipped_pairs,
+)
 from harness.sweep.progress_line import Progress, duration
 from harness.sweep.spec import Sweep, load_sweep
 from harness.sweep.tune_exact import record_references
@@ -557,11 +564,16 @@ def run_sweep(
         db = stack.enter_context(ResultStore(store_path))   # one writer; sound; refused early
         opening_notes(db, out)
         limit = worker_memory(sweep, scheduler, workers, client, connected)
-        jobs = plan(sweep, limit)
+        stored_ids = db.job_ids()
+        jobs, kept = keep_stored_keys(plan(sweep, limit), stored_ids)
         todo = pending(jobs, db, rerun_failed)
         outcome.total, outcome.skipped = len(jobs), len(jobs) - len(todo)
         print("\n".join(plan_lines(sweep, jobs, limit, store_path)), file=out)
         print(f"{outcome.skipped} done, {len(todo)} to run", file=out, flush=True)
+        if kept:
+            print(former_keys_line(kept), file=out)
+        for line in moved_files_lines(sweep, jobs, stored_ids, db.problems):
+            print(line, file=out)
         split = [j for j in todo if j.part_budgets]
         if split:
             n_parts = sum(len(j.part_budgets) for j in split)

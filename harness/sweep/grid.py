@@ -39,12 +39,19 @@ class MethodInstance:
 class ProblemEntry:
     """One problem of the sweep, built once on the client to validate it."""
 
-    spec: str                  # canonical spec: the job key's problem and what workers build
+    spec: str                  # canonical spec: what workers build (the key's: see key)
     name: str                  # Problem.name (what records and the report call it)
     where: str                 # its place in the sweep file, for messages
     n_train: int
     n_test: int
     summary: dict[str, Any]    # Problem.summary(), truth arrays included (for the store)
+    identity: str = ""         # a user file's Problem.identity: the key's problem instead of
+                               # the spec (its content and options, not its path)
+
+    @property
+    def key(self) -> str:
+        """The problem as job keys hold it: the spec, or a user file's content identity."""
+        return self.identity or self.spec
 
 
 def grid(w: Where, where: str, table: dict[str, Any], have: int, noun: str
@@ -161,6 +168,7 @@ def build_problems(w: Where, specs: list[tuple[str, str]]) -> tuple[ProblemEntry
     entries: list[ProblemEntry] = []
     seen_spec: dict[str, str] = {}
     seen_name: dict[str, str] = {}
+    seen_identity: dict[str, str] = {}
     for spec, where in specs:
         if spec in seen_spec:
             raise w.error(where, f"problem {spec!r} is listed twice (also at {seen_spec[spec]})",
@@ -175,8 +183,15 @@ def build_problems(w: Where, specs: list[tuple[str, str]]) -> tuple[ProblemEntry
                           f"problem at {seen_name[problem.name]}",
                           "give each problem of a sweep a distinct name")
         seen_name[problem.name] = where
+        if problem.identity in seen_identity:
+            raise w.error(where, f"problem {spec!r} is the same file content with the same "
+                          f"options as the problem at {seen_identity[problem.identity]}, so "
+                          "their jobs would be the same", "remove one of them")
+        if problem.identity:
+            seen_identity[problem.identity] = where
         entries.append(ProblemEntry(keyed_spec(spec, problem), problem.name, where,
-                                    problem.n_train, problem.n_test, problem.summary()))
+                                    problem.n_train, problem.n_test, problem.summary(),
+                                    problem.identity))
     return tuple(entries)
 
 

@@ -12,11 +12,18 @@ and the tuning settings that determine its strategy's result
 into parts (the sweep's `parts`, for a method that can split: harness.execution.parts) has
 "parts" in its key (the number asked of SplitsEstimates.split_budget); with parts = 1, or a
 method that cannot split, the key has no "parts".
+
+A user file's problem is keyed by its content and options (ProblemEntry.identity), not by its
+path, so a moved data folder keeps its jobs. A store made before keyed them by the file's
+spec (its absolute path): such a job keeps that former key and id in the store that holds it
+(`keep_stored_keys`), so the store resumes, its results unchanged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from harness.core.seeding import key_digest
@@ -54,6 +61,7 @@ class Job:
     method_file: dict[str, str] | None = None   # a method from a file: its source (plugin_file)
     memory_limit: int | None = None     # the sweep file's, bytes (else the worker's own)
     part_budgets: tuple[int, ...] = ()   # a split job's part budgets (empty: not split)
+    former_key: dict[str, Any] | None = None   # a file problem's key by its path (module doc)
 
     def spec(self) -> dict[str, Any]:
         """The plain dict sent to a worker (harness.sweep.execute.run_job)."""
@@ -115,7 +123,7 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
                     continue
                 for strategy in strategies:
                     for r in range(sweep.replicates_of(m)):
-                        key = job_key(p.spec, m.name, m.settings, budget, r, sweep.seed)
+                        key = job_key(p.key, m.name, m.settings, budget, r, sweep.seed)
                         n_parts, budgets = split_plan(sweep, m, budget, p.n_train)
                         if budgets:
                             key["parts"] = n_parts
@@ -127,5 +135,52 @@ def plan(sweep: Sweep, memory_limit: int | None = None) -> list[Job]:
                                         p.n_train, p.n_test, m.name, m.label, m.settings,
                                         m.budget_unit, budget, r, sweep.seed, sweep.time_limit,
                                         sweep.kind, tune, m.file, sweep.memory_limit,
-                                        part_budgets=budgets))
+                                        part_budgets=budgets,
+                                        former_key=({**key, "problem": p.spec}
+                                                    if p.key != p.spec else None)))
     return jobs
+
+
+def keep_stored_keys(jobs: list[Job], stored: set[str]) -> tuple[list[Job], int]:
+    """(jobs, how many kept a former key): a file problem's job that a store holds under its
+    former key (by the file's path, before keys came from the content) and not under its own
+    keeps the former key and id, so that store resumes with its results (module doc)."""
+    kept = []
+    for job in jobs:
+        if job.former_key is not None and job.job_id not in stored \
+                and (former := key_digest(job.former_key)) in stored:
+            job = replace(job, job_id=former, key=job.former_key)
+        kept.append(job)
+    return kept, sum(a is not b for a, b in zip(jobs, kept, strict=True))
+
+
+def former_keys_line(n: int) -> str:
+    """The line that says `n` jobs kept their former keys (keep_stored_keys)."""
+    return (f"{n} stored jobs of file problems keep the key of the file's path they were "
+            "stored under (a store made before a file problem was keyed by its content): "
+            "resumed as they are; a new store keys them by content")
+
+
+def moved_files_lines(sweep: Sweep, jobs: list[Job], stored: set[str],
+                      stored_problems: Callable[[], dict[str, dict[str, Any]]]) -> list[str]:
+    """Why a store does not resume a file problem of the sweep: none of its jobs is stored,
+    and the store holds a file problem of the same file name from another folder (keyed by
+    that path when stored before file problems were keyed by content, or another file).
+    `stored_problems()` gives the store's problem summaries by name (read only if needed)."""
+    names = {p.name for p in sweep.problems}
+    done = {j.problem_name for j in jobs if j.job_id in stored}
+    lines: list[str] = []
+    summaries = None
+    for p in sweep.problems:
+        path = (p.summary.get("params") or {}).get("path")
+        if not p.identity or p.name in done or path is None:
+            continue
+        summaries = stored_problems() if summaries is None else summaries
+        others = sorted(n for n, s in summaries.items() if n not in names
+                        and s.get("family") == "file"
+                        and Path(str((s.get("params") or {}).get("path"))).name == Path(path).name)
+        if others:
+            lines.append(f"not resumed: the store's results of {', '.join(others)} are not "
+                         f"those of {p.name}: stored before a file problem was keyed by its "
+                         "content, they are keyed by that path (or the file differs)")
+    return lines

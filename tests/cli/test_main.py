@@ -233,8 +233,9 @@ BAD_INPUTS = [
     ("name param", lambda f: run_args(problem="onefactor:name=x"), ["name"]),
     ("file without arrays", lambda f: run_args(problem=str(f["no_arrays"])),
      ["no_arrays.npz", "X_train"]),
-    ("labels not pm1", lambda f: run_args(problem=str(f["labels"])), ["y_train"]),
-    ("labels not pm1 csv", lambda f: run_args(problem=str(f["labels_csv"])), ["y_train"]),
+    ("labels not pm1", lambda f: run_args(problem=str(f["labels"])), ["labels.npz: y_train"]),
+    ("labels not pm1 csv", lambda f: run_args(problem=str(f["labels_csv"])),
+     ["labels.csv: row 3, column 'y'"]),
     ("nan features", lambda f: run_args(problem=str(f["nan"])), ["X_train", "NaN"]),
     ("inf test features", lambda f: run_args(problem=str(f["inf_test"])), ["X_test"]),
     ("nan csv", lambda f: run_args(problem=str(f["nan_csv"])), ["X_train"]),
@@ -384,7 +385,7 @@ def test_label_error_prints_plain_number(capsys, tmp_path):
     path.write_text("x,y\n0.1,1\n0.5,0\n")
     code, out, err = run_cli(capsys, "run", "--problem", str(path), "--method", METHOD,
                              "--budget", "100")
-    assert_one_line_error(code, out, err, "y_train", "found 0 ")
+    assert_one_line_error(code, out, err, "bad.csv: row 3, column 'y'", "found 0 ")
     assert "np.float64" not in err
 
 

@@ -209,7 +209,7 @@ def test_npz_labels_not_pm1(tmp_path, labels):
     X, _, Xs = gpc_data()
     path = tmp_path / "labels.npz"
     np.savez(path, X_train=X, y_train=np.array(labels), X_test=Xs)
-    assert load_error(str(path)).field == "y_train"
+    assert load_error(str(path)).field == f"{path}: y_train"   # the file and its array
 
 
 @pytest.mark.parametrize("where", ["X_train", "X_test", "y_train"])
@@ -221,7 +221,7 @@ def test_npz_non_finite_values(tmp_path, where, bad):
     arrays[where].flat[1] = bad
     path = tmp_path / "nan.npz"
     np.savez(path, **arrays)
-    assert load_error(str(path)).field == where
+    assert load_error(str(path)).field == (f"{path}: y_train" if where == "y_train" else where)
 
 
 @pytest.mark.parametrize("cov,why", [
@@ -314,16 +314,16 @@ def test_corrupt_npz(tmp_path):
 
 
 @pytest.mark.parametrize("header,rows,field_part", [
-    (["a", "y"], [(1, 1), (2, 0)], "y_train"),                      # label not ±1
+    (["a", "y"], [(1, 1), (2, 0)], "bad.csv: row 3, column 'y'"),   # label not ±1
     (["a", "y"], [(1, 1), ("nan", -1)], "X_train"),                 # NaN feature
     (["a", "y"], [(1, 1), ("inf", -1)], "X_train"),                 # infinite feature
     (["a", "y"], [(1, 1), ("x", -1)], "column 'a'"),                # not a number
     (["a", "y"], [(1, 1), ("", -1)], "column 'a'"),                 # empty cell
-    (["a", "y"], [(1, 1), (2, "nan")], "y_train"),                  # NaN label
+    (["a", "y"], [(1, 1), (2, "nan")], "bad.csv: row 3, column 'y'"),   # NaN label
     (["a", "y", "split"], [(1, 1, "train"), (2, -1, "valid")], "split"),
     (["a", "b"], [(1, 1), (2, -1)], "label column"),                # no y column
     (["a", "y", "split"], [(1, 1, "test"), (2, -1, "test")], "X_train"),  # nothing to train
-    (["a", "y", "split"], [(1, 1, "train"), (2, 3, "test")], "y_test"),
+    (["a", "y", "split"], [(1, 1, "train"), (2, 3, "test")], "bad.csv: row 3, column 'y'"),
 ])
 def test_csv_errors(tmp_path, header, rows, field_part):
     path = write_csv(tmp_path / "bad.csv", header, rows)
