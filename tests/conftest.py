@@ -6,12 +6,18 @@ as top-level modules: those of one folder sit beside its tests (pytest puts a te
 folder on sys.path), those shared by several folders in tests/helpers. Without __init__.py
 files, test modules are imported by their file name, so every test file's name is unique
 under tests/.
+
+No test writes into the checkout or the user's home: each runs in a folder of its own with HOME
+in a temporary folder, and a guard refuses writes into either (tests/helpers/checkout_guard.py;
+at the session's end the checkout's result paths are compared with its start).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -23,9 +29,15 @@ from harness.plugins import registry
 
 sys.path.insert(0, str(Path(__file__).with_name("helpers")))
 
+import checkout_guard  # noqa: E402  (tests/helpers, just put on sys.path)
+
 # Fixtures built once per module or session: under pytest-xdist (`-n auto --dist loadgroup` in
 # pyproject's addopts) each worker process would build its own copy.
 SHARED_SCOPES = ("session", "package", "module")
+UNGROUPED = ("sandbox_session",)   # session fixtures every test uses: no reason to group them
+CHECKOUT_BEFORE = pytest.StashKey[dict]()
+CHECKOUT_SAID = pytest.StashKey[tuple]()
+HOME = pytest.StashKey[tuple]()
 
 
 @pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook
@@ -42,9 +54,60 @@ def pytest_xdist_auto_num_workers(config):
 def pytest_configure(config):
     """With pytest-xdist's worker processes, one BLAS/OpenMP thread per worker: the workers
     share the cores instead of oversubscribing them. Set here, in the controller, before the
-    workers start, so their libraries read it (as a sweep's Dask workers do)."""
+    workers start, so their libraries read it (as a sweep's Dask workers do). And in every
+    process, before the tests are collected, HOME and the XDG folders in a temporary folder."""
     if getattr(config.option, "numprocesses", None):
         pin_thread_env()
+    home = tempfile.mkdtemp(prefix="pytest-home-")
+    environment = checkout_guard.home_environment(Path(home))
+    config.stash[HOME] = (home, {k: os.environ.get(k) for k in environment})
+    os.environ.update(environment)
+
+
+def pytest_unconfigure(config):
+    home, before = config.stash.get(HOME, ("", {}))
+    for key, value in before.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _controller(config) -> bool:
+    """Whether this process runs the session (not a pytest-xdist worker)."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session):
+    if _controller(session.config):
+        session.config.stash[CHECKOUT_BEFORE] = checkout_guard.watched()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """Fail the session when the checkout's result paths changed by its doing (a file there
+    names its temporary folder); list the other changes (checkout_guard's doc)."""
+    before = session.config.stash.get(CHECKOUT_BEFORE, None)
+    if before is None:
+        return
+    folder = session.config._tmp_path_factory.getbasetemp()
+    changed = checkout_guard.changes(before, checkout_guard.watched())
+    ours = [c for c in changed if checkout_guard.traced_to(c, folder)]
+    session.config.stash[CHECKOUT_SAID] = (ours, [c for c in changed if c not in ours])
+    if ours:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    ours, others = config.stash.get(CHECKOUT_SAID, ((), ()))
+    if ours:
+        terminalreporter.section("tests wrote into the checkout", red=True)
+        terminalreporter.line("\n".join(ours))
+    if others:
+        terminalreporter.section("the checkout changed during the session (not traced to a test "
+                                 "here: another process?)", yellow=True)
+        terminalreporter.line("\n".join(others))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -55,12 +118,48 @@ def pytest_collection_modifyitems(config, items):
         info = getattr(item, "_fixtureinfo", None)
         defs = [d[-1] for d in info.name2fixturedefs.values() if d] if info else []
         # the project's own fixtures (pytest's and plugins' have no baseid: tmp_path_factory)
-        shared = [d for d in defs if d.scope in SHARED_SCOPES and d.baseid]
+        shared = [d for d in defs if d.scope in SHARED_SCOPES and d.baseid
+                  and d.argname not in UNGROUPED]
         if not shared:
             continue
         widest = min(shared, key=lambda d: SHARED_SCOPES.index(d.scope))
         group = widest.argname if widest.scope == "session" else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sandbox_session(tmp_path_factory):
+    """The session's own fixtures run in a temporary folder, and from here on the guard refuses
+    writes into the checkout and the user's home (checkout_guard), the session's temporary
+    folders aside (--basetemp may lie in the checkout)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path_factory.mktemp("session-cwd"))
+        checkout_guard.GUARD.arm(allowed=[tmp_path_factory.getbasetemp()])
+        try:
+            yield
+        finally:
+            checkout_guard.GUARD.disarm()
+    refused = checkout_guard.GUARD.take()
+    if refused:
+        pytest.fail("the session's fixtures wrote outside their folders:\n" + "\n".join(refused),
+                    pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def sandbox(tmp_path, monkeypatch):
+    """Every test runs in a folder of its own beside its tmp_path, <tmp_path>-cwd (tmp_path
+    stays as the test makes it; pytest's folder names have no "-"): what commands write where
+    they run (results/, reports/, results/.last-store) lands there. A write into the checkout
+    or the home fails the test (made by it, or by a module's fixture set up or torn down
+    around it)."""
+    cwd = tmp_path.with_name(f"{tmp_path.name}-cwd")
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    yield cwd
+    refused = checkout_guard.GUARD.take()
+    if refused:
+        pytest.fail("wrote outside its folder (tests/helpers/checkout_guard.py):\n"
+                    + "\n".join(refused), pytrace=False)
 
 
 @pytest.fixture

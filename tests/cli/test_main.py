@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +21,6 @@ from harness.plugins.specs import make_problem
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
-ROOT = Path(__file__).resolve().parents[2]
 METHOD = "rejection-bootstrap"
 REQUIRED_KEYS = {"problem", "method", "budget", "seed", "status", "reason",
                  "log_marginal_likelihood", "test_probabilities", "cpu_seconds",
@@ -50,7 +48,7 @@ def run_json(capsys, problem, budget=2000, seed=0, *extra):
 def run_subprocess(*argv, timeout=300):
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=timeout)
+                          text=True, env=env, timeout=timeout)
 
 
 def without_timing(record):

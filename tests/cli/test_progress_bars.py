@@ -11,7 +11,6 @@ import select
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -21,7 +20,6 @@ from harness.cli.main import main
 from harness.cli.progress_bars import Bars, progress_bars
 from harness.core.progress import advance, phase
 
-ROOT = Path(__file__).resolve().parents[2]
 ETA = re.compile(r"ETA \d\d:\d\d")
 
 
@@ -45,7 +43,7 @@ def test_run_on_a_pseudo_terminal_shows_its_phases_with_an_eta():
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "onefactor:n=400", "sov-tlr", "--set",
          "factorisation=tlr", "--budget", "10000"],
-        stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
+        stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env)
     os.close(slave)
     seen, deadline = b"", time.monotonic() + 600
     while time.monotonic() < deadline:

@@ -306,8 +306,7 @@ def test_export_of_a_store_cut_to_half_ends_with_the_readable_rows(finished, tmp
     out = tmp_path / "x.csv"
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "harness", "export", "--store", str(path),
-                           "--out", str(out)], capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])
+                           "--out", str(out)], capture_output=True, text=True, timeout=60)
     took = time.monotonic() - t0
     assert proc.returncode == 1, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
