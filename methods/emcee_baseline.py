@@ -64,6 +64,9 @@ class EmceeEnsemble(Method):
         "thin": Integer(minimum=1),
         "jitter": Number(low=0, says="must be a non-negative number"),
     }
+    setting_help = {"walkers": "walkers of the ensemble",
+                    "burn_in_fraction": "fraction of the steps discarded as burn-in",
+                    "thin": "every thin-th step after the burn-in feeds the predictions"}
 
     def __init__(self, walkers: int = 0, burn_in_fraction: float = 0.5, thin: int = 5,
                  jitter: float = 1e-6):

@@ -118,6 +118,7 @@ class ExpectationPropagation(Method):
     tags = Tags(exact=False, stochastic=False, handles_orthant=False)
     checks = CheckSettings(test_budget=100)
     constraints = {"tol": Number(low=0, low_open=True)}
+    setting_help = {"tol": "stop when log Z_EP changes by less than this between sweeps"}
 
     def __init__(self, tol: float = 1e-9):
         self.tol = tol

@@ -397,6 +397,9 @@ class HamiltonianMC(AnnealedMethod, Method):
                    "leapfrog_steps": Integer(minimum=1),
                    "target_accept": Number(low=0, high=1, low_open=True, high_open=True,
                                            says="must be between 0 and 1")}
+    setting_help = {"leapfrog_steps": "leapfrog steps per transition",
+                    "target_accept": "acceptance rate the step size is adapted to in the "
+                                     "posterior chain's burn-in"}
     summary = ("Hamiltonian Monte Carlo on the whitened latent f = L u; log Z by annealed "
                "importance sampling (GPML infMCMC defaults; gpml_compat reproduces its errors)")
 

@@ -50,6 +50,7 @@ class LaplaceApproximation(Method):
     tags = Tags(exact=False, stochastic=False, handles_orthant=False)
     checks = CheckSettings(test_budget=100)
     constraints = {"tol": Number(low=0, low_open=True)}
+    setting_help = {"tol": "stop when the Newton objective changes by less than this"}
 
     def __init__(self, tol: float = 1e-10):
         self.tol = tol

@@ -43,6 +43,7 @@ from harness.core.special import log_ndtr, ndtr
 from harness.model.constraints import Integer, Number, OneOf
 from harness.model.footprint import MemoryEstimate, dense
 from harness.model.method import Method
+from harness.model.ordered import walk_factor
 from harness.model.problem import Problem
 from harness.model.reliability import (
     degenerate_weights,
@@ -150,6 +151,10 @@ class RejectionBootstrap(SplitsEstimates, Method):
                                               "automatically)"),
         "chunk_mb": Number(low=0, low_open=True),
     }
+    setting_help = {"count": "hard: the fraction of particles accepted at each variable; soft: "
+                             "the mean of their acceptance probabilities (lower variance)",
+                    "populations": "independent populations the budget is split into; their "
+                                   "spread gives the standard errors"}
 
     def __init__(self, count: str = "soft", populations: int = 10, block_size: int = 0,
                  chunk_mb: float = 512.0):
@@ -160,6 +165,7 @@ class RejectionBootstrap(SplitsEstimates, Method):
 
     def prepare(self, problem: Problem) -> None:
         warm_up()
+        walk_factor(problem)
 
     def unbiased_z(self) -> bool:
         """With count=hard only: its Ẑ is exactly unbiased (module doc), the soft count's is
@@ -186,6 +192,7 @@ class RejectionBootstrap(SplitsEstimates, Method):
             work["test block"] = 3 * 8 * min(n * n_test, max(2**22, n))
         return MemoryEstimate(
             held={"dense R": dense(n_train), "dense factor L": dense(n_train),
+                  "dense factor L in C order (the walk's)": dense(n_train),
                   "test rows": 2 * dense(n_train, n_test)}, work=work)
 
     # ---- one estimate, or one split into parts (SplitsEstimates) ---------------------
@@ -201,7 +208,7 @@ class RejectionBootstrap(SplitsEstimates, Method):
     def _estimate_part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
         """The results of this budget's populations (near-equal sizes, qmc.split_budget),
         each the list of its memory chunks' results (independent runs), as plain data."""
-        walk = CholeskyWalk(problem.chol, self.block_size or None)
+        walk = CholeskyWalk(walk_factor(problem), self.block_size or None)
         populations = []
         with sampling(budget, problem.n_train):   # the progress every chunk's walk reports
             for size in split_budget(budget, self.populations):

@@ -73,6 +73,8 @@ class ScipyGenz(Method):
     checks = CheckSettings(test_budget=6000)
     constraints = {"abseps": Number(low=0, fix="0 uses the whole budget; 1e-5 is SciPy's "
                                                "default")}
+    setting_help = {"abseps": "SciPy stops once its error estimate is below this (0: it spends "
+                              "the whole budget)"}
 
     def __init__(self, abseps: float = 0.0):
         self.abseps = abseps

@@ -50,6 +50,8 @@ class Sir(OrthantMethod, Method):
     constraints = {**RESAMPLING, "proposal": OneOf(*PROPOSALS), "randomisations": RANDOMISATIONS,
                    "reorder": OneOf(*TILED_ORDERINGS), "block_size": BLOCK_SIZE,
                    **TLR_CONSTRAINTS, "chunk_mb": CHUNK_MB}
+    setting_help = {"proposal": "sov: SOV's truncated normals; tilted: minimax tilting's "
+                                "shifted ones, on twisted weights"}
 
     def __init__(self, ess_threshold: float = 0.5, resampling: str = "systematic",
                  proposal: str = "sov", randomisations: int = 0, reorder: str = "auto",

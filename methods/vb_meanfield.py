@@ -75,6 +75,9 @@ class VbMeanfield(Method):
     constraints = {"tol": Number(low=0, low_open=True),
                    "max_iter": Integer(minimum=1, says="must be an integer >= 1"),
                    "chunk_mb": Number(low=0, low_open=True)}
+    setting_help = {"tol": "stop when no mean moves by more than this (relative to "
+                           "1 + max |E u|)",
+                    "max_iter": "most coordinate-ascent sweeps"}
 
     def __init__(self, tol: float = 1e-8, max_iter: int = 1000, chunk_mb: float = 64.0):
         self.tol = tol

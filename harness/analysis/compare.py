@@ -201,6 +201,35 @@ def load_side(store: str | Path, sweep: str | None = None) -> Side:
     return Side(str(store), sweep, data)
 
 
+def _names(values, most: int = 3) -> str:
+    """'a, b, c and 4 more' (sorted)."""
+    names = sorted({str(v) for v in values})
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most
+                                      else "")
+
+
+def nothing_in_common(baseline: Side, candidate: Side) -> str | None:
+    """Why the two sides have no problem × method × budget cell to compare (a side with no
+    job, no problem in common, or problems in common but none run by a common method at a
+    common budget), in a phrase; None when they have one."""
+    a, b = baseline.data.jobs, candidate.data.jobs
+    for what, side, jobs in (("baseline", baseline, a), ("candidate", candidate, b)):
+        if not len(jobs):
+            return f"the {what} ({side.describe()}) holds no estimate job"
+    common = set(a["problem"]) & set(b["problem"])
+    if not common:
+        return (f"the two have no problem in common (baseline: {_names(a['problem'])}; "
+                f"candidate: {_names(b['problem'])})")
+    pairs = dict(pair_methods(a, b)[0])
+    cells_a = {(p, pairs[m], int(n)) for p, m, n in zip(a["problem"], a["method"], a["budget"],
+                                                       strict=True) if m in pairs}
+    if not cells_a & {(p, m, int(n)) for p, m, n in zip(b["problem"], b["method"], b["budget"],
+                                                        strict=True)}:
+        return (f"the two have problems in common ({_names(common)}) but no method run on "
+                "them at a budget in common")
+    return None
+
+
 def pair_methods(a: pd.DataFrame, b: pd.DataFrame) -> tuple[list[tuple[str, str]], list[str],
                                                              list[str]]:
     """([(baseline label, candidate label)], labels only in the baseline, only in the

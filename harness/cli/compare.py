@@ -22,8 +22,9 @@ def setup(p):
         "the baseline's consensus), with 95 % intervals (Welch t on the logs); per method, the "
         "same pooled over its cells. A change is flagged (+ worse, - better) when its whole "
         "interval lies beyond the threshold.")
-    p.epilog = ("exit status: 0 no regression; 1 some method is worse (flagged +); 2 bad input. "
-                "Two sweeps of one store: compare STORE --sweeps BASELINE CANDIDATE")
+    p.epilog = ("exit status: 0 no regression; 1 some method is worse (flagged +); 2 bad input, "
+                "or nothing to compare (no problem × method × budget in common). Two sweeps of "
+                "one store: compare STORE --sweeps BASELINE CANDIDATE")
     p.add_argument("baseline", metavar="BASELINE", help="the baseline's results store")
     p.add_argument("candidate", metavar="CANDIDATE", nargs="?",
                    help="the candidate's results store (default: the baseline's, with --sweeps)")
@@ -53,16 +54,22 @@ def _fraction(field: str, text: str) -> float:
 
 
 def run(args) -> int:
-    from harness.analysis.compare import compare, load_side
+    from harness.analysis.compare import compare, load_side, nothing_in_common
 
     if args.candidate is None and args.sweeps is None:
         raise InputError("compare", "needs two stores, or one store and --sweeps A B",
                          "e.g. compare results/old.sqlite results/new.sqlite")
     sweeps = args.sweeps or (None, None)
-    result = compare(load_side(args.baseline, sweeps[0]),
-                     load_side(args.candidate or args.baseline, sweeps[1]),
-                     _fraction("--error-threshold", args.error_threshold),
-                     _fraction("--time-threshold", args.time_threshold))
+    thresholds = (_fraction("--error-threshold", args.error_threshold),
+                  _fraction("--time-threshold", args.time_threshold))
+    sides = (load_side(args.baseline, sweeps[0]),
+             load_side(args.candidate or args.baseline, sweeps[1]))
+    why = nothing_in_common(*sides)
+    if why:
+        raise InputError("compare", f"nothing to compare: {why}",
+                         "compare two runs of the same problems, methods and budgets, e.g. "
+                         "one sweep file before and after a change")
+    result = compare(*sides, *thresholds)
     if args.json:
         print(json.dumps(_plain(result.to_dict()), allow_nan=False))
     else:

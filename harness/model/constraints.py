@@ -38,6 +38,12 @@ class Constraint(ABC):
         """None if `value` is allowed, else the message: what is wanted and what was given."""
         return None if self.allows(value) else f"{self.wanted()}, got {value!r}"
 
+    def allowed(self) -> str:
+        """The allowed values as a phrase of their own ("an integer >= 0"), for listings of
+        the settings (`list -v`): `wanted` from its "must be" on, without it."""
+        before, must, after = self.wanted().partition("must be ")
+        return after if must else before
+
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
@@ -120,6 +126,9 @@ class OneOf(Constraint):
 
     def wanted(self) -> str:
         return f"must be one of {self.choices}"
+
+    def allowed(self) -> str:
+        return "one of " + ", ".join(c if isinstance(c, str) else repr(c) for c in self.choices)
 
     def __repr__(self) -> str:
         return f"OneOf{self.choices!r}"

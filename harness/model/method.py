@@ -24,11 +24,12 @@ class Method(ABC):
 
     Subclasses declare their settings as keyword arguments of __init__ with defaults, store them
     unchanged as attributes of the same name (`__init__` only assigns: the allowed values are
-    declared in `constraints`, harness.model.constraints), and implement `_estimate`. What the class
-    can do is one `tags = Tags(...)` and how the generic checks run it one `checks =
-    CheckSettings(...)` (harness.model.tags), each naming only what differs. A long `prepare`
-    or `_estimate` shows its progress with harness.core.progress (`phase`, `advance`; also
-    `harness.progress`): methods on the shared Cholesky walk report theirs already.
+    declared in `constraints`, harness.model.constraints, and what each does, in one line for
+    `list -v`, in `setting_help`), and implement `_estimate`. What the class can do is one
+    `tags = Tags(...)` and how the generic checks run it one `checks = CheckSettings(...)`
+    (harness.model.tags), each naming only what differs. A long `prepare` or `_estimate` shows
+    its progress with harness.core.progress (`phase`, `advance`; also `harness.progress`):
+    methods on the shared Cholesky walk report theirs already.
     """
 
     name: ClassVar[str]
@@ -37,6 +38,7 @@ class Method(ABC):
     tags: ClassVar[Tags] = Tags()                 # what it can do (harness.model.tags)
     checks: ClassVar[CheckSettings] = CheckSettings()   # how harness.plugins.check_suite runs it
     constraints: ClassVar[Mapping[str, Constraint]] = {}   # setting -> its allowed values
+    setting_help: ClassVar[Mapping[str, str]] = {}   # setting -> what it does, one line (list -v)
 
     # ---- settings -----------------------------------------------------------------------
     @classmethod
@@ -47,6 +49,15 @@ class Method(ABC):
             for p in sig.parameters.values()
             if p.name != "self" and p.default is not inspect.Parameter.empty
         }
+
+    @classmethod
+    def setting_lines(cls) -> dict[str, str]:
+        """What each setting does, in one line: the `setting_help` of the class and of its
+        bases (a subclass's line wins), for the settings `list -v` shows."""
+        lines: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            lines.update(vars(klass).get("setting_help", {}))
+        return lines
 
     def get_settings(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.setting_defaults()}

@@ -4,9 +4,10 @@ Checked without running anything when a plugin is loaded (harness.plugins.regist
 files, harness.api) and as the first generic check (harness.plugins.check_suite): a concrete
 Method subclass with a name, a summary and a budget unit, its capabilities in one `tags`
 (harness.model.tags.Tags) and its check settings in one `checks` (CheckSettings), settings
-that are keyword arguments of __init__ with defaults, and constraints on declared settings
-only. A class written for the older flat surface (`exact = False`, `test_budget = 100`,
-`z_unbiased`) is refused with the line to write instead, never silently run with defaults.
+that are keyword arguments of __init__ with defaults, and constraints and one-line help
+(`setting_help`) on declared settings only. A class written for the older flat surface
+(`exact = False`, `test_budget = 100`, `z_unbiased`) is refused with the line to write
+instead, never silently run with defaults.
 """
 
 from __future__ import annotations
@@ -53,7 +54,22 @@ def contract_violations(cls: Any, name: str | None = None) -> list[str]:
     found.extend(_settings_violations(cls))
     if not found:
         found.extend(_constraints_violations(cls))
+        found.extend(_setting_help_violations(cls))
     return found
+
+
+def _setting_help_violations(cls: type) -> list[str]:
+    """The class's own `setting_help` names its settings only, one line of text each (a base
+    class's lines may name settings a subclass left out)."""
+    lines = vars(cls).get("setting_help", {})
+    if not isinstance(lines, Mapping):
+        return [f"`setting_help` is {lines!r}, not a mapping of setting -> one line"]
+    defaults = cls.setting_defaults()
+    return [f"`setting_help` names {key!r}, which is not a setting (an __init__ argument)"
+            for key in lines if key not in defaults] + [
+        f"`setting_help[{key!r}]` is {line!r}, not one line of text"
+        for key, line in lines.items()
+        if not isinstance(line, str) or not line.strip() or "\n" in line]
 
 
 def _constraints_violations(cls: type) -> list[str]:

@@ -212,3 +212,30 @@ def test_two_sweeps_of_one_store(runs, capsys):
     assert "holds no sweep 'tiny-v3' (did you mean 'tiny-v2'?" in capsys.readouterr().err
     assert main(["compare", str(runs["c"])]) == 2
     assert main(["compare", str(runs["a"]), str(runs["b"]), "--error-threshold", "-1"]) == 2
+
+
+def test_nothing_in_common_is_said_in_one_line_with_exit_2(tmp_path, capsys):
+    """Two stores with no problem (or no problem × method × budget) in common: one line saying
+    so, exit 2 (docs/design.md, "Exit codes"), not a table of dashes and exit 0."""
+    on_t = [job(f"sov-{i}", "T", "sov", i, -10.01) for i in range(2)]
+    on_u = [job(f"sov-u{i}", "U", "sov", i, -10.01) for i in range(2)]
+    other_budget = [dict(r, job_id=f"{r['job_id']}-b", budget=400) for r in on_t]
+    store(tmp_path / "t.sqlite", on_t)
+    store(tmp_path / "u.sqlite", on_u)
+    store(tmp_path / "b.sqlite", other_budget)
+    store(tmp_path / "empty.sqlite", [])
+    for candidate, said in (
+            ("u", "nothing to compare: the two have no problem in common (baseline: T; "
+                  "candidate: U)"),
+            ("b", "nothing to compare: the two have problems in common (T) but no method run "
+                  "on them at a budget in common"),
+            ("empty", "nothing to compare: the candidate (")):
+        for extra in ([], ["--json"]):
+            code = main(["compare", str(tmp_path / "t.sqlite"), str(tmp_path / f"{candidate}"
+                                                                      ".sqlite"), *extra])
+            out, err = capsys.readouterr()
+            lines = err.strip().splitlines()
+            assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
+            assert lines[0].startswith(f"error: compare: {said}"), lines[0]
+    assert "holds no estimate job" in lines[0]
+    assert main(["compare", str(tmp_path / "t.sqlite"), str(tmp_path / "t.sqlite")]) == 0
