@@ -72,9 +72,7 @@ class CholeskyWalk:
     #                           once (no resampling) draws straight into Z's block columns
 
     def __init__(self, L: np.ndarray, block_size: int | None = None):
-        # either memory order (LAPACK's factors are Fortran-ordered): BLAS reads both, and a
-        # copy of a large factor would cost seconds and N² memory on every run
-        self.L = np.asarray(L, dtype=float)
+        self.L = np.ascontiguousarray(L, dtype=float)   # a caller may hand it C-ordered
         self.n_vars = len(self.L)
         self.block_size = block_size or default_block_size(self.n_vars)
         self.pivots = np.ascontiguousarray(np.diag(self.L))

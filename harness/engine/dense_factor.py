@@ -11,7 +11,7 @@ from harness.core.sequential import CholeskyWalk, WalkResult, default_block_size
 from harness.core.threads import matmul_rows
 from harness.engine.factor import Factor, FactorMemory
 from harness.model.footprint import dense
-from harness.model.ordered import ordered_problem
+from harness.model.ordered import FORTRAN_ORDERED, ordered_problem, walk_factor
 from harness.model.problem import Problem
 
 
@@ -50,7 +50,8 @@ class DenseCholesky:
         def test_means(result: WalkResult, cols: slice) -> np.ndarray:
             return matmul_rows(result.Z, W[:, cols])
 
-        return Factor(walk=CholeskyWalk(op.chol, self.block_size or None), test_sd=op.test_sd,
+        L = walk_factor(problem, self.reorder, self.tile)   # C order, copied once
+        return Factor(walk=CholeskyWalk(L, self.block_size or None), test_sd=op.test_sd,
                       test_means=test_means,
                       diagnostics={"reorder": op.kind, "reorder_seconds": op.seconds})
 
@@ -59,6 +60,8 @@ class DenseCholesky:
         reordering's Schur complement."""
         held = {"dense R": dense(n_train), "dense factor L": dense(n_train),
                 "test rows": 2 * dense(n_train, n_test)}          # B and W = L^{-1} B
+        if self.reorder in FORTRAN_ORDERED:
+            held["dense factor L in C order (the walk's)"] = dense(n_train)
         setup = {}
         if self.reorder != "none":
             held["reordered factor"] = dense(n_train)

@@ -22,8 +22,8 @@ budgets = [100]
 problems = ["onefactor:n=1000", "onefactor:n=50"]
 [methods.sov]
 """
-LINE = ("not planned: sov on onefactor:n=1000 (N = 1,000) at budget 100 needs 19.3 MB "
-        "(dense R 8 MB, dense factor L 8 MB, particles (points, history) 3.31 MB, ...); "
+LINE = ("not planned: sov on onefactor:n=1000 (N = 1,000) at budget 100 needs 27.5 MB "
+        "(dense R 8 MB, dense factor L 8 MB, dense factor L in C order (the walk's) 8 MB, ...); "
         "the workers have ")
 
 
