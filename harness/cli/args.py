@@ -125,7 +125,9 @@ FILE_SUFFIXES = (".html", ".pdf", ".csv", ".parquet", ".json", ".png", ".svg", "
 
 def remember_store(store: str | Path) -> None:
     """Note the store a sweep writes (results/.last-store, relative to the working directory),
-    so that `report` and `export` read it by default; a convenience, so never an error."""
+    so that `report` and `export` read it by default; a convenience, so never an error. Called
+    once the sweep has opened the store (harness.sweep.driver.run_sweep's `opened`): a store
+    the sweep refused (damaged, not a file, another sweep's) is never noted."""
     try:
         LAST_STORE.parent.mkdir(parents=True, exist_ok=True)
         LAST_STORE.write_text(f"{os.path.abspath(store)}\n", encoding="utf-8")   # no resolve:

@@ -135,11 +135,11 @@ def run(args) -> int:
         return _reference_sweep(sweep, args, workers, tls)
     if args.check:
         return _check(sweep, args, workers)
-    remember_store(args.store or sweep.store)   # report and export read it by default
-    try:
+    try:   # report and export read the store by default, once it opened (a refused one: not)
         outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
                             tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,
-                            no_workers_timeout=timeout, write_report=write_sweep_report)
+                            no_workers_timeout=timeout, write_report=write_sweep_report,
+                            opened=remember_store)
     except KeyboardInterrupt:   # run_sweep said how far it got
         return EXIT_INTERRUPTED
     return outcome.exit_code or strict_exit(outcome.in_store, args.strict)

@@ -26,9 +26,11 @@ Faults (the design: docs/design.md "Storage and resume"):
   (`store_file`: a symlink resolved; a folder, FIFO or device refused), its write-ahead log's
   header, `PRAGMA integrity_check`, the schema as `_build` declares it (no trigger, no view)
   and every row of the harness's tables (`_SEALED`), each written with a `checksum` column:
-  the SHA-256 (32 hex digits) of the canonical JSON of its values as stored (`checksum`). Its
-  cost: docs/studies.md, "Store integrity check". A store made before checksums is checked by
-  parsing each row's JSON and sealed by its first writer, changing no value. A new store is
+  the SHA-256 (32 hex digits) of the canonical JSON of its values as stored (`checksum`), and
+  whose JSON columns must parse to the type the readers expect (`_parse`, which the readers
+  use too), checksum or not: a matching checksum does not make text JSON. Its cost:
+  docs/studies.md, "Store integrity check". A store made before checksums is checked by
+  parsing each row's JSON alone and sealed by its first writer, changing no value. A new store is
   built under a temporary name and renamed into place.
 - A write that fails (`StoreWriteFailed`, exit 2, one line): a full disk (SQLITE_FULL, ENOSPC;
   or an I/O error with less than FULL_BELOW bytes left) or a disk or file that refuses it
@@ -272,8 +274,8 @@ def damage(path: str | Path) -> str | None:
     Covers what the harness reads: the file (a regular SQLite file, a symlink resolved), its
     write-ahead log's header, `PRAGMA integrity_check`, the schema (the harness's tables with
     their columns as the harness declares them; no trigger or view) and every row of the
-    harness's tables (its checksum; a row of an older store without one: its JSON parses to
-    the right type)."""
+    harness's tables (its checksum, and its JSON columns parse to the right type; a row of an
+    older store has no checksum, only the second check)."""
     try:
         real = store_file(path)
     except StoreDamaged as exc:
@@ -370,9 +372,18 @@ def _schema_damage(db: sqlite3.Connection) -> str | None:
     return None
 
 
+def _matches(values: Iterable[Any], stored: Any) -> bool:
+    """Whether a row's values match the checksum stored with them."""
+    try:
+        return checksum(values) == stored
+    except TypeError:     # a value no harness column holds (a blob)
+        return False
+
+
 def _row_damage(db: sqlite3.Connection) -> str | None:
-    """The first row of the harness's tables that does not match its checksum (or, written
-    without one by an older harness, whose JSON does not parse to the right type)."""
+    """The first row of the harness's tables that does not match its checksum or whose JSON
+    columns do not parse to the right type (checked even when the checksum matches: a row
+    can be written with a checksum computed over text that is not JSON)."""
     for table, (columns, parsed) in _SEALED.items():
         have = {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
         if not have:
@@ -382,14 +393,9 @@ def _row_damage(db: sqlite3.Connection) -> str | None:
         at = {c: 1 + i for i, c in enumerate(cols)}
         extra = f", {_CHECKSUM}" if sealed else ""
         for row in db.execute(f'SELECT rowid, {", ".join(cols)}{extra} FROM "{table}"'):
-            if sealed and row[-1] is not None:
-                try:
-                    if checksum(row[1:-1]) == row[-1]:
-                        continue
-                except TypeError:
-                    pass
+            if sealed and row[-1] is not None and not _matches(row[1:-1], row[-1]):
                 return f"row {row[0]} of its {table} table does not match its checksum"
-            for column, want in parsed.items():
+            for column, want in parsed.items():   # a matching checksum vouches for no JSON
                 why = _parse(row[at[column]], want)[1]
                 if why is not None:
                     return f"the {column} of row {row[0]} of its {table} table is {why}"
@@ -771,14 +777,9 @@ def salvage(path: str | Path) -> Salvage:
         unreadable += skipped
         at = {c: i for i, c in enumerate(columns)}
         for row in rows:
-            if _CHECKSUM in at and row[-1] is not None:
-                try:
-                    sound = checksum(row[:-1]) == row[-1]
-                except TypeError:
-                    sound = False
-                if not sound:
-                    unreadable += 1
-                    continue
+            if _CHECKSUM in at and row[-1] is not None and not _matches(row[:-1], row[-1]):
+                unreadable += 1
+                continue
             parsed_value, why = _parse(row[at[value]], parsed[value])
             if why is not None or (key is not None and not isinstance(row[at[key]], str)):
                 unreadable += 1

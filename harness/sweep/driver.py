@@ -522,6 +522,7 @@ def run_sweep(
     out: TextIO | None = None, err: TextIO | None = None,
     fn: Callable[[dict], dict] = run_job, allowed_failures: int | None = None, client=None,
     no_workers_timeout: float | None = None, write_report: ReportWriter | None = None,
+    opened: Callable[[Path], Any] | None = None,
 ) -> Outcome:
     """Run (or resume) a sweep; returns what was done. Bad input raises InputError.
 
@@ -533,7 +534,9 @@ def run_sweep(
     sets `Outcome.lost` (one line on `err`, after the summary); see `Outcome.exit_code`.
     With `report`, `write_report` writes the report at the end (harness.api.run_sweep and the
     `sweep` command pass harness.report's); without a writer no report is written, and a line
-    on `out` says so.
+    on `out` says so. `opened(store path)` is called once the store is open for writing (sound,
+    its writer lock taken): never for a store that is refused (the `sweep` command notes the
+    store for `report` there, so a refused sweep leaves results/.last-store as it was).
     """
     from harness.execution.cluster import check_options, connect, dask_log_levels
 
@@ -562,6 +565,8 @@ def run_sweep(
             return conn
 
         db = stack.enter_context(ResultStore(store_path))   # one writer; sound; refused early
+        if opened is not None:
+            opened(store_path)
         opening_notes(db, out)
         limit = worker_memory(sweep, scheduler, workers, client, connected)
         stored_ids = db.job_ids()

@@ -86,8 +86,11 @@ def test_report_and_export_read_the_last_sweeps_store_and_say_so(capsys, tiny_st
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tiny.toml").write_text('name = "tiny"\nbudgets = [200]\n'
                                         'problems = ["onefactor:n=5"]\n[methods.sov]\n')
-    monkeypatch.setattr(driver, "run_sweep",
-                        lambda *a, **k: SimpleNamespace(exit_code=0, in_store={"ok": 20}))
+    def run_sweep(*a, store, opened, **k):   # opens the store (which the sweep remembers)
+        opened(store)
+        return SimpleNamespace(exit_code=0, in_store={"ok": 20})
+
+    monkeypatch.setattr(driver, "run_sweep", run_sweep)
     code, out, err = run_cli(capsys, "export", "--out", "before.csv")   # nothing remembered
     assert code == 2 and "results/quick.sqlite (the default" in err
     assert main(["sweep", "tiny.toml", "--store", str(tiny_store)]) == 0

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from store_helpers import one_line
 
+from harness.cli.args import LAST_STORE
 from harness.cli.main import main
 from harness.execution.store import ResultStore, StoreDamaged, StoreFull, damage, held_paths
 from harness.execution.store_lock import StoreBusy, StoreLock, lock_path
@@ -255,6 +256,7 @@ def test_a_second_client_is_refused_readers_are_not_a_dead_ones_lock_is_taken_ov
         err = one_line(capsys)
         assert err.startswith(f"error: store: {store} is being written by another sweep "
                               f"(pid {holder.pid} on {socket.gethostname()} since "), err
+        assert not LAST_STORE.exists()        # a refused sweep is not remembered for report
         assert "wait for it to finish, or give another --store" in err
         with pytest.raises(StoreBusy):
             ResultStore(store)
@@ -274,6 +276,7 @@ def test_a_second_client_is_refused_readers_are_not_a_dead_ones_lock_is_taken_ov
     out = capsys.readouterr().out
     assert f"took over the store's writer lock from pid {holder.pid}" in out, out
     assert not lock_path(store).exists()      # a clean end leaves no lock file
+    assert LAST_STORE.read_text() == f"{store}\n"     # the sweep that ran is remembered
 
 
 def test_the_lock_is_shared_within_a_process(tmp_path):

@@ -21,11 +21,14 @@ from pathlib import Path
 import pytest
 from store_helpers import one_line
 
+from harness.cli.args import LAST_STORE
 from harness.cli.main import main
 from harness.execution.store import (
     _SCHEMA,
+    _SEALED,
     ResultStore,
     StoreDamaged,
+    checksum,
     damage,
     salvage,
 )
@@ -90,6 +93,19 @@ def _raw(path: Path, table: str, column: str, rowid: int, value: bytes) -> None:
                f"WHERE rowid = {rowid}")
 
 
+def _forge(path: Path, table: str, where: str, column: str, text: str) -> None:
+    """Write `text` into a row's column and seal the row with a checksum that matches it (as
+    anyone can compute one): only parsing the row finds that it is not what the harness wrote."""
+    columns = ", ".join(_SEALED[table][0])
+    with closing(sqlite3.connect(path)) as db:
+        db.execute(f'UPDATE "{table}" SET {column} = ? WHERE {where}', (text,))
+        for rowid, *values in db.execute(f'SELECT rowid, {columns} FROM "{table}" '
+                                         f"WHERE {where}").fetchall():
+            db.execute(f'UPDATE "{table}" SET checksum = ? WHERE rowid = ?',
+                       (checksum(values), rowid))
+        db.commit()
+
+
 def _foreign(path: Path) -> None:
     path.unlink()
     _sql(path, "CREATE TABLE jobs (job_id TEXT, status TEXT, record TEXT)",
@@ -109,6 +125,12 @@ DAMAGE = {
     "not-utf8": lambda p: _raw(p, "jobs", "record", 7, b'{"a": "\xff\xfe"}'),
     "array-record": lambda p: _sql(p, "UPDATE jobs SET record = '[1, 2]' WHERE rowid = 3"),
     "array-problem": lambda p: _sql(p, "UPDATE problems SET summary = '[]'"),
+    # checksums that match: what is not JSON is damage all the same
+    "sealed-job-not-json": lambda p: _forge(p, "jobs", "rowid = 5", "record", '{"job_id": '),
+    "sealed-problem-not-json": lambda p: _forge(p, "problems", "1", "summary", "nope"),
+    "sealed-metadata-not-json": lambda p: _forge(p, "metadata", "key = 'sweep'", "value", "{"),
+    "sealed-part-not-json": lambda p: _forge(p, "parts", "1", "record", "{"),
+    "sealed-array-record": lambda p: _forge(p, "jobs", "rowid = 3", "record", "[1, 2]"),
     "changed-number": lambda p: _sql(p, "UPDATE jobs SET log_z = log_z + 1e-9 WHERE rowid = 9"),
     "changed-status": lambda p: _sql(p, "UPDATE jobs SET status = 'failed' WHERE rowid = 9"),
     "deleted-checksum-forged-row": lambda p: _sql(
@@ -148,6 +170,8 @@ def test_a_damaged_store_is_refused_by_every_opener_and_not_written(
         damaged, command, tmp_path, capsys, no_cluster):
     kind, path = damaged
     before = {p.name: _digest(p) for p in path.parent.iterdir()}
+    LAST_STORE.parent.mkdir()
+    LAST_STORE.write_text("/the/store/of/an/earlier/sweep.sqlite\n")
     if command in ("load_results", "write"):
         import harness
         with pytest.raises(StoreDamaged) as info:
@@ -160,6 +184,25 @@ def test_a_damaged_store_is_refused_by_every_opener_and_not_written(
     assert err.startswith(f"error: store: {path} is damaged or not a results store: "), err
     assert "restore it" in err and "--store" in err and "export" in err, err
     assert {p.name: _digest(p) for p in path.parent.iterdir()} == before   # nothing written
+    assert LAST_STORE.read_text() == "/the/store/of/an/earlier/sweep.sqlite\n"   # not remembered
+
+
+def test_a_row_whose_checksum_matches_is_still_parsed_by_one_check_for_all(
+        finished, tmp_path, capsys, no_cluster):
+    """A record that is not JSON, sealed with a matching checksum: `sweep`, `sweep --check`
+    and `report` refuse it with the same line (the one check at open, `damage`)."""
+    path = tmp_path / "forged.sqlite"
+    shutil.copyfile(finished[0], path)
+    DAMAGE["sealed-job-not-json"](path)
+    assert damage(path).startswith("the record of row 5 of its jobs table is not JSON ("), \
+        damage(path)
+    lines = {}
+    for name, args in _commands(path, tmp_path).items():
+        assert main(args) == 2, name
+        lines[name] = one_line(capsys)
+    assert len(set(lines.values())) == 1, lines
+    assert "the record of row 5 of its jobs table is not JSON" in lines["sweep"]
+    assert not LAST_STORE.exists()
 
 
 def test_export_of_a_damaged_store_keeps_the_sound_rows(damaged, finished, tmp_path, capsys):
@@ -177,7 +220,8 @@ def test_export_of_a_damaged_store_keeps_the_sound_rows(damaged, finished, tmp_p
         rows = {r["job_id"]: r for r in csv.DictReader(f)}
     originals = {r["job_id"]: r for r in finished[1]}
     lost = 1 if kind in ("job-not-json", "not-utf8", "array-record", "changed-number",
-                         "changed-status", "deleted-checksum-forged-row") else 0
+                         "changed-status", "deleted-checksum-forged-row",
+                         "sealed-job-not-json", "sealed-array-record") else 0
     assert len(rows) == N_JOBS - lost
     for job_id, row in rows.items():
         assert float(row["log_marginal_likelihood"]) == \
@@ -202,6 +246,7 @@ def test_what_is_not_a_regular_store_file_is_refused(kind, tmp_path, capsys, no_
         listing = _listing(tmp_path)
         assert main(args) == 2, name
         err = one_line(capsys)
+        assert not LAST_STORE.exists(), name           # a refused sweep is not remembered
         if kind == "folder" and name in ("sweep", "check"):   # refused first: not writable
             assert err == f"error: store: {path} is not a file (give a writable path " \
                           f"(--store, --out or the sweep file's [output] store))", err
