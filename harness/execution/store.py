@@ -16,9 +16,8 @@ Tables:
   parts(job_id, part, record JSON, stored_at)  -- each finished part of a job split into parts
                                   (harness.execution.parts); the job's record once all are here
 Every table above also has a last column `checksum` (see Integrity below).
-A record is the dict of harness.execution.runner.run_one plus the job's identity fields; a tuning
-job's record (kind "tune", harness.tuning.job) fills the same columns: log_z is the chosen point's
-log Ẑ, cpu_seconds the CPU time of the whole tuning.
+A record is run_one's dict (harness.execution.runner) plus the job's identity; a tuning job's
+(harness.tuning.job) has log_z the chosen point's log Ẑ, cpu_seconds the whole tuning's.
 
 Faults (the design: docs/design.md "Storage and resume"):
 - Integrity: every open checks the file first (`damage`) and refuses a damaged one with
@@ -26,12 +25,11 @@ Faults (the design: docs/design.md "Storage and resume"):
   (`store_file`: a symlink resolved; a folder, FIFO or device refused), its write-ahead log's
   header, `PRAGMA integrity_check`, the schema as `_build` declares it (no trigger, no view)
   and every row of the harness's tables (`_SEALED`), each written with a `checksum` column:
-  the SHA-256 (32 hex digits) of the canonical JSON of its values as stored (`checksum`), and
-  whose JSON columns must parse to the type the readers expect (`_parse`, which the readers
-  use too), checksum or not: a matching checksum does not make text JSON. Its cost:
-  docs/studies.md, "Store integrity check". A store made before checksums is checked by
-  parsing each row's JSON alone and sealed by its first writer, changing no value. A new store is
-  built under a temporary name and renamed into place.
+  the SHA-256 (32 hex digits) of the canonical JSON of its values as stored (`checksum`),
+  whose JSON columns must parse to the type the readers expect (`_parse`), checksum or not
+  (cost: docs/studies.md, "Store integrity check"). A store made before checksums is checked
+  by parsing alone and sealed by its first writer, changing no value. A new store is built
+  under a temporary name and renamed into place.
 - A write that fails (`StoreWriteFailed`, exit 2, one line): a full disk (SQLITE_FULL, ENOSPC;
   or an I/O error with less than FULL_BELOW bytes left) or a disk or file that refuses it
   (SQLITE_IOERR, SQLITE_READONLY). The transaction is rolled back; the records that could not
