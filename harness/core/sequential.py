@@ -72,7 +72,7 @@ class CholeskyWalk:
     #                           once (no resampling) draws straight into Z's block columns
 
     def __init__(self, L: np.ndarray, block_size: int | None = None):
-        self.L = np.ascontiguousarray(L, dtype=float)   # a caller may hand it C-ordered
+        self.L = np.ascontiguousarray(L, dtype=float)   # no copy from walk_factor
         self.n_vars = len(self.L)
         self.block_size = block_size or default_block_size(self.n_vars)
         self.pivots = np.ascontiguousarray(np.diag(self.L))
@@ -86,9 +86,10 @@ class CholeskyWalk:
         """L[i0:i1, i0:i1]: the in-block corrections read its strictly lower part."""
         return self.L[i0:i1, i0:i1]
 
-    def _resampled(self, anc: np.ndarray) -> None:
-        """Particle p of this block descends from particle anc[p] at its start: permute any
-        per-particle state the walk holds besides the history (dense walk: none)."""
+    def _resampled(self, anc: np.ndarray, i0: int) -> None:
+        """Particle p of the block starting at variable i0 descends from particle anc[p] at its
+        start: permute any per-particle state the walk holds besides the history (dense walk:
+        none)."""
 
     def _block_done(self, Z: np.ndarray, i0: int, i1: int) -> None:
         """Called once the draws of variables i0..i1-1 are final in Z (dense walk: nothing)."""
@@ -175,7 +176,7 @@ class CholeskyWalk:
                 anc, lineage = self._walk_block(step, i0, W, D, lineage)
             if anc is not None and i0:
                 Z = self._gather_history(Z, anc, i0)
-                self._resampled(anc)
+                self._resampled(anc, i0)
             if not in_place:
                 self._store_block(Z, W, i0, i1, anc)
             self._block_done(Z, i0, i1)

@@ -44,7 +44,6 @@ class TileLowRankWalk(CholeskyWalk):
         self._target = np.empty(factor.h_cols, dtype=np.intp)
         for r, (h0, h1) in enumerate(factor.h_range):
             self._target[h0:h1] = r
-        self._tile = 0
 
     def run(self, n: int, step):
         f = self.factor
@@ -64,16 +63,16 @@ class TileLowRankWalk(CholeskyWalk):
             out[:] = 0.0
 
     def _diagonal_block(self, i0, i1):
-        self._tile = i0 // self.factor.tile      # the tile being walked
-        return self.factor.diag[self._tile]
+        return self.factor.diag[i0 // self.factor.tile]
 
-    def _resampled(self, anc: np.ndarray) -> None:
+    def _resampled(self, anc: np.ndarray, i0: int) -> None:
         """Particle p continues particle anc[p]: so do its projections (columns of H). Only
         the rows still to be read are gathered: written by an earlier tile, read by a later
         one or a test row (the others are read already, or written after this tile)."""
         if self._spare is None:
             self._spare = np.empty_like(self.Ht)
-        live = np.flatnonzero((self._source < self._tile) & (self._target > self._tile))
+        tile = i0 // self.factor.tile            # the tile being walked
+        live = np.flatnonzero((self._source < tile) & (self._target > tile))
         gather_columns(self.Ht, anc, self._spare, live)
         self.Ht, self._spare = self._spare, self.Ht
 

@@ -88,8 +88,12 @@ def ordered_problem(problem: Problem, kind: str = "univariate", tile: int | None
             W, sd = np.empty((problem.n_train, 0)), np.empty(0)
         return OrderedProblem(order, chol, W, sd, label, time.thread_time() - t0)
 
-    return cached(problem, ("ordered", kind, tile if kind in ("block", "kdtree") else None),
-                  build)
+    return cached(problem, ("ordered", kind, _tile_of(kind, tile)), build)
+
+
+def _tile_of(kind: str, tile: int | None) -> int | None:
+    """The tile as part of a cache key: only the tiled orderings have one."""
+    return tile if kind in ("block", "kdtree") else None
 
 
 FORTRAN_ORDERED = ("none", "kdtree")   # orderings whose factor comes from LAPACK
@@ -100,5 +104,5 @@ def walk_factor(problem: Problem, kind: str = "none", tile: int | None = None) -
     reads (LAPACK's factors are Fortran-ordered, FORTRAN_ORDERED): copied once per problem
     and cached, not on every run (at N = 16,384 the copy took seconds, and N² memory)."""
     op = ordered_problem(problem, kind, tile)
-    return cached(problem, ("walk factor", kind, tile if kind in ("block", "kdtree") else None),
+    return cached(problem, ("walk factor", kind, _tile_of(kind, tile)),
                   lambda: np.ascontiguousarray(op.chol))
