@@ -1,5 +1,6 @@
 """How far apart two colours look, to people with normal colour vision and with the two common
-colour-vision deficiencies, and a deterministic way to pick colours far from those taken.
+colour-vision deficiencies (the check that the report's palette, harness.report.style, stays
+apart for every reader).
 
 A colour's appearance is its CIELAB coordinates (sRGB → linear RGB → XYZ under D65 → L*a*b*);
 the difference between two colours is the CIE76 distance ΔE = |Lab₁ − Lab₂|. Deuteranopia and
@@ -9,8 +10,6 @@ large `distance` stay apart for a colour-blind reader too.
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 
@@ -28,7 +27,6 @@ VIEWS = {   # linear-RGB transforms: normal vision, and Machado et al. (2009) at
                             [-0.003882, -0.048116, 1.051998]]),
 }
 MIN_CONTRAST = 2.0          # against white: every method colour is visible as a line
-LIGHTNESS = (25.0, 75.0)    # L* of the generated colours: neither near black nor pale
 
 
 def linear_rgb(colour: str) -> np.ndarray:
@@ -61,29 +59,3 @@ def contrast(colour: str) -> float:
     """WCAG contrast ratio of the colour against white (1 to 21)."""
     y = float(linear_rgb(colour) @ _XYZ[1])
     return 1.05 / (y + 0.05)
-
-
-@lru_cache(maxsize=1)
-def _candidates() -> tuple[list[str], np.ndarray]:
-    """A 16-level sRGB grid, keeping the colours visible on white and of middle lightness."""
-    levels = np.linspace(0, 255, 16).round().astype(int)
-    hexes = [f"#{r:02x}{g:02x}{b:02x}" for r in levels for g in levels for b in levels]
-    keep = [h for h in hexes if contrast(h) >= MIN_CONTRAST]
-    lab = appearance(keep)
-    light = (lab[:, 0, 0] >= LIGHTNESS[0]) & (lab[:, 0, 0] <= LIGHTNESS[1])
-    return [h for h, k in zip(keep, light, strict=True) if k], lab[light]
-
-
-def distinct(taken, n: int) -> list[str]:
-    """n more colours, each the candidate farthest (by `distance`) from every colour taken so
-    far: deterministic, and as far apart as the candidate grid allows."""
-    names, lab = _candidates()
-    near = np.full(len(names), np.inf)
-    for row in appearance(list(taken)) if len(taken) else []:
-        near = np.minimum(near, np.min(np.linalg.norm(lab - row, axis=-1), axis=1))
-    out = []
-    for _ in range(n):
-        j = int(np.argmax(near))
-        out.append(names[j])
-        near = np.minimum(near, np.min(np.linalg.norm(lab - lab[j], axis=-1), axis=1))
-    return out

@@ -1,8 +1,8 @@
-"""One look for every figure: the Agg backend, a fixed colour per method label, number formats."""
+"""One look for every figure: the Agg backend, a fixed colour and marker per method label,
+number formats."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import matplotlib
@@ -11,34 +11,32 @@ matplotlib.use("Agg", force=True)  # headless, no display, same output everywher
 
 import seaborn as sns  # noqa: E402
 
-from harness.report import colours  # noqa: E402
-
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 
-# Fixed colours for the registered methods, from the colour-blind-safe palettes of Okabe & Ito
-# and of Paul Tol: any two differ by ΔE >= 13 for normal, deuteranopic and protanopic vision
-# alike (harness.report.colours.distance), and each is visible on white (contrast >= 2). The
-# approximations are also drawn dashed, and every method has its own marker. Any other label (a
-# plugin, a setting variant) gets colours.distinct: the colour farthest from these and from
-# the others already given.
+# Eight colours of Okabe & Ito's colour-blind-safe palette (its yellow, too pale on white,
+# replaced by Paul Tol's wine): any two differ by ΔE >= 17 for normal, deuteranopic and
+# protanopic vision alike (harness.report.colours.distance), each visible on white.
+COLOURS = {"blue": "#0072b2", "sky": "#56b4e9", "green": "#009e73", "vermillion": "#d55e00",
+           "orange": "#e69f00", "purple": "#cc79a7", "wine": "#882255", "black": "#000000"}
+
+# Sixteen and more series cannot all have colours a colour-blind reader tells apart, so a
+# series is a colour *and* a marker: no two methods share both. The registered methods have
+# fixed pairs (a sibling approximation takes its exact method's colour with another marker,
+# and is drawn dashed); a setting variant ("sir[proposal=tilted]") takes its method's colour
+# and the first marker free with it; any other label the first free pair of the least-used
+# colour (Palette).
 KNOWN = {
-    "rejection-bootstrap": "#cc3311",
-    "rejection-bootstrap[count=hard]": "#ddaa33",
-    "sov": "#0077bb",
-    "sov-tlr": "#33bbee",
-    "scipy-genz": "#8c564b",
-    "sir": "#009e73",
-    "minimax-tilting": "#332288",
-    "ess": "#cc79a7",
-    "hmc": "#999933",
-    "emcee": "#000000",
-    "ep": "#882255",
-    "laplace": "#228833",
-    "vb-meanfield": "#a578ff",
-    "vecchia-sov": "#0000ff",
-    "vecchia-tilting": "#007777",
-    "vecchia-sir": "#772200",
+    "sov": ("blue", "o"), "vecchia-sov": ("blue", "^"),
+    "sov-tlr": ("sky", "s"), "emcee": ("sky", "h"),
+    "sir": ("green", "D"), "vecchia-sir": ("green", "v"),
+    "minimax-tilting": ("vermillion", "v"), "vecchia-tilting": ("vermillion", "s"),
+    "rejection-bootstrap": ("orange", "P"), "rejection-bootstrap[count=hard]": ("orange", "X"),
+    "ep": ("orange", "o"),
+    "ess": ("purple", "<"), "vb-meanfield": ("purple", "D"),
+    "scipy-genz": ("wine", "^"),
+    "hmc": ("black", ">"), "laplace": ("black", "s"),
 }
+KNOWN = {m: (COLOURS[c], marker) for m, (c, marker) in KNOWN.items()}
 
 RC = {
     "figure.dpi": 100,
@@ -54,46 +52,36 @@ RC = {
 }
 
 
-def _slot(label: str, n: int) -> int:
-    return int(hashlib.sha256(label.encode()).hexdigest()[:8], 16) % n
-
-
-def _assign(labels: list[str], tiers: list[list[str]]) -> dict[str, str]:
-    """Each label takes its hashed slot in the first tier, or the next free one after it;
-    when a tier is used up, the next tier; when all are, values repeat."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for label in labels:
-        for tier in tiers:
-            start = _slot(label, len(tier))
-            free = [tier[(start + k) % len(tier)] for k in range(len(tier))
-                    if tier[(start + k) % len(tier)] not in taken]
-            if free:
-                out[label] = free[0]
-                break
-        else:
-            out[label] = tiers[0][_slot(label, len(tiers[0]))]
-        taken.add(out[label])
+def _pairs(labels: list[str]) -> dict[str, tuple[str, str]]:
+    """(colour, marker) per label: KNOWN's, a variant its method's colour with the first marker
+    free with it, any other label the first free pair of the least-used colour."""
+    out = {m: KNOWN[m] for m in labels if m in KNOWN}
+    taken = set(KNOWN.values())
+    for label in (m for m in labels if m not in KNOWN):
+        base = KNOWN.get(label.split("[", 1)[0])
+        used = {c: sum(p[0] == c for p in taken) for c in COLOURS.values()}
+        order = ([base[0]] if base else []) + sorted(COLOURS.values(), key=lambda c: used[c])
+        pair = next(((c, m) for c in order for m in MARKERS if (c, m) not in taken),
+                    (order[0], MARKERS[0]))     # more labels than pairs: repeat
+        out[label] = pair
+        taken.add(pair)
     return out
 
 
 class Palette:
     """Colour, marker and line style per method label, fixed for the whole report.
 
-    Registered methods have their fixed colours (KNOWN); the other labels, in sorted order,
-    take colours.distinct colours, so no two methods share a colour and a plugin never takes a
-    registered method's. Every figure and swatch uses this one mapping; approximate methods
-    are drawn dashed.
+    Each label has a (colour, marker) pair no other label of the report has (`_pairs`: the
+    registered methods' fixed KNOWN pairs, the others in sorted order), so series stay apart
+    by colour and marker together; approximate methods are drawn dashed. Every figure and
+    swatch uses this one mapping.
     """
 
     def __init__(self, labels, approximate=()):
         self.labels = sorted(set(labels))
-        others = [m for m in self.labels if m not in KNOWN]
-        self._colour = {**{m: KNOWN[m] for m in self.labels if m in KNOWN},
-                        **dict(zip(others, colours.distinct(KNOWN.values(), len(others)),
-                                   strict=True))}
-        self._marker = _assign([m + "/marker" for m in self.labels], [MARKERS])
-        self._marker = {m: self._marker[m + "/marker"] for m in self.labels}
+        pairs = _pairs(self.labels)
+        self._colour = {m: c for m, (c, _) in pairs.items()}
+        self._marker = {m: marker for m, (_, marker) in pairs.items()}
         self.approximate = set(approximate)
 
     def colour(self, label: str) -> str:

@@ -29,19 +29,42 @@ def test_every_registered_method_has_a_fixed_colour():
     assert set(methods()) <= set(KNOWN)
 
 
-def test_colours_are_distinct_for_colour_blind_readers_too():
-    """A plugin once got #0173b2 beside sov's #1f77b4. Any two colours of a report with
-    every registered method and eight plugins differ by ΔE >= 12 under normal, deuteranopic
-    and protanopic vision, and each is visible on white."""
-    palette = Palette([*KNOWN, *PLUGINS])
-    used = [palette.colour(m) for m in palette.labels]
-    assert len(set(used)) == len(used)
-    worst = min(itertools.combinations(palette.labels, 2),
-                key=lambda ab: colours.distance(palette.colour(ab[0]), palette.colour(ab[1])))
-    assert colours.distance(*(palette.colour(m) for m in worst)) >= 12, worst
+def test_series_differ_by_colour_and_marker_for_colour_blind_readers_too():
+    """Sixteen series once shared navy, indigo and three blues. Every registered method, a
+    setting variant and eight plugins: no two share both colour and marker; any two colours
+    differ by ΔE >= 15 under normal, deuteranopic and protanopic vision, each visible on white;
+    a variant keeps its method's colour (another marker); approximations are dashed."""
+    labels = [*KNOWN, "sir[proposal=tilted]", *PLUGINS]
+    palette = Palette(labels, approximate=["laplace", "ep"])
+    pairs = [(palette.colour(m), palette.marker(m)) for m in palette.labels]
+    assert len(set(pairs)) == len(pairs) == len(set(labels))
+    used = sorted({c for c, _ in pairs})
+    assert min(colours.distance(a, b) for a, b in itertools.combinations(used, 2)) >= 15
     assert all(colours.contrast(c) >= colours.MIN_CONTRAST for c in used)
-    assert not {palette.colour(p) for p in PLUGINS} & set(KNOWN.values())
+    assert palette.colour("sir[proposal=tilted]") == palette.colour("sir")
+    assert palette.marker("sir[proposal=tilted]") != palette.marker("sir")
+    assert palette.linestyle("laplace") == "--" and palette.linestyle("sov") == "-"
     assert Palette(["zzz", *KNOWN]).colour("zzz") == Palette([*KNOWN, "zzz"]).colour("zzz")
+
+
+def test_every_figure_tells_its_series_apart(tmp_path):
+    """In the figures of a store with sixteen methods, no two series of one plot share both
+    colour and marker."""
+    from harness.report import figures
+
+    names = sorted(KNOWN)
+    recs = [record(f"{m}-{b}", "p1", m, b, log_z=TRUE_LZ + 0.1 / b, probs=[0.3, 0.7])
+            for m in names for b in (100, 1000)]
+    data = make_store(tmp_path / "s.sqlite", recs, [summary("p1")])
+    for spec in figures.all_figures(data):
+        most = 0
+        for ax in spec.figure.axes:
+            seen = [(line.get_color(), line.get_marker()) for line in ax.get_lines()
+                    if line.get_marker() not in (None, "None", "", " ", "|", "_")]  # not caps
+            assert len(seen) == len(set(seen)), (spec.key, seen)
+            most = max(most, len(seen))
+        assert most == len(names), spec.key    # every method drawn
+        plt.close(spec.figure)
 
 
 def test_colour_distance_knows_the_deficiencies():
