@@ -192,7 +192,8 @@ def run_sweep(sweep: Any, *, report: bool = True, **options: Any):
         report folder; False: none (`sweep --no-report`).
     **options
         The keyword arguments of harness.sweep.driver.run_sweep (store, workers, scheduler,
-        client, out, err, ...).
+        client, out, err, references=False to skip the references of problems without
+        truth (`sweep --no-reference`), ...).
 
     Returns
     -------

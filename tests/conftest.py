@@ -183,8 +183,9 @@ problems = ["linear1d:n_train=8,n_test=3", "gauss2class:n_train=10,n_test=4"]
 """
 
 
-def run_tiny_sweep(store, text: str = TINY_SWEEP):
-    """Run a sweep in this process (a threads-only Dask client: no worker processes)."""
+def run_tiny_sweep(store, text: str = TINY_SWEEP, references: bool = False):
+    """Run a sweep in this process (a threads-only Dask client: no worker processes); without
+    `references`, a problem without truth keeps the consensus (`sweep --no-reference`)."""
     import io
 
     from distributed import Client
@@ -195,7 +196,8 @@ def run_tiny_sweep(store, text: str = TINY_SWEEP):
     with Client(processes=False, n_workers=1, threads_per_worker=1,
                 dashboard_address="127.0.0.1:0") as client:   # None still tries 8787
         return run_sweep(parse_sweep(text, "tiny.toml"), store=store, client=client,
-                         report=False, out=io.StringIO(), err=io.StringIO())
+                         report=False, out=io.StringIO(), err=io.StringIO(),
+                         references=references)
 
 
 @pytest.fixture

@@ -35,10 +35,10 @@ import pandas as pd
 
 from harness.core import metrics
 from harness.core.errors import InputError
+from harness.model.reference_values import REFERENCE_FACTOR
 from harness.model.result import ANSWERED
 from harness.model.status_summary import reason_kinds
 
-REFERENCE_FACTOR = 2.0
 OK = "ok"
 UNRELIABLE = "unreliable"
 

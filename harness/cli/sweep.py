@@ -106,6 +106,11 @@ def setup(p):
     p.add_argument("--no-report", action="store_true",
                    help="do not write the report at the end (default: the file's [output] "
                    "report, else reports/<sweep name>/)")
+    p.add_argument("--no-reference", action="store_true",
+                   help="do not compute the reference of a problem without truth (by "
+                   "default a sweep computes one after its jobs, on its cluster, so the "
+                   "report's verdict can judge every target: docs/design.md 'References "
+                   "inside a sweep')")
     p.add_argument("--check", action="store_true",
                    help="validate the sweep file and print the plan a run would follow (jobs, "
                    "not planned pairs, how many are already in the store); run nothing and "
@@ -139,10 +144,11 @@ def run(args) -> int:
         outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
                             tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,
                             no_workers_timeout=timeout, write_report=write_sweep_report,
-                            opened=remember_store)
+                            opened=remember_store, references=not args.no_reference)
     except KeyboardInterrupt:   # run_sweep said how far it got
         return EXIT_INTERRUPTED
-    return outcome.exit_code or strict_exit(outcome.in_store, args.strict)
+    return outcome.exit_code or strict_exit(
+        [*outcome.in_store, *(status for status, _ in outcome.references)], args.strict)
 
 
 def selection_of(args):
@@ -187,6 +193,7 @@ def _check(sweep, args, workers) -> int:
     from pathlib import Path
 
     from harness.sweep.driver import check_writable, plan_lines, stored_job_ids
+    from harness.sweep.missing_references import missing, plan_line, stored_references
     from harness.sweep.plan import former_keys_line, keep_stored_keys, plan
 
     store = Path(args.store) if args.store else sweep.store
@@ -203,6 +210,10 @@ def _check(sweep, args, workers) -> int:
           + (" (no store there yet)" if done is None else ""))
     if kept:
         print(former_keys_line(kept))
+    need = [] if args.no_reference or sweep.kind != "estimate" else \
+        missing(sweep.problems, stored_references(store), sweep.seed)
+    if need:
+        print(plan_line(need))
     for p in sweep.problems:
         print(f"  problem {p.spec}  (N={p.n_train}, {p.n_test} test points)")
     for m in sweep.methods:

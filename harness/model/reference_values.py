@@ -43,6 +43,9 @@ from harness.model.problem import Problem, Truth
 FORMAT = "gpc-harness-reference/1"
 REFERENCE_SUFFIX = ".reference.json"
 SUMMARY_KEYS = ("family", "params", "n_train", "n_test", "kernel")
+# an error below this many reference standard errors cannot be told from zero (the report's
+# "at reference precision", harness.analysis.aggregate.precision_floor)
+REFERENCE_FACTOR = 2.0
 
 
 # ---- identity -----------------------------------------------------------------------------
@@ -239,7 +242,16 @@ def summary_fields(record: dict[str, Any]) -> dict[str, Any]:
             "reference": truth.details}
 
 
-def _same_problem(summary: dict[str, Any], record: dict[str, Any]) -> bool:
+def resolves(record: dict[str, Any], log_z_error: float, test_mae: float) -> bool:
+    """Whether a reference is precise enough to tell these errors from zero: REFERENCE_FACTOR
+    times its log Z SE at most `log_z_error`, and times its mean test-probability SE at most
+    `test_mae` (a record without test probabilities: the log Z alone)."""
+    pse = record.get("test_probabilities_se") or []
+    return (REFERENCE_FACTOR * float(record["log_marginal_likelihood_se"]) <= log_z_error
+            and (not pse or REFERENCE_FACTOR * float(np.mean(pse)) <= test_mae))
+
+
+def same_problem(summary: dict[str, Any], record: dict[str, Any]) -> bool:
     """Whether a stored summary describes the record's problem (the name aside: a preset
     spelled with its own default options is the same problem)."""
     theirs = record.get("problem_summary") or {}
@@ -259,7 +271,7 @@ def summaries_with_references(problems: dict[str, dict[str, Any]],
     for name, summary in problems.items():
         if not summary.get("truth_kind"):
             options = ([stored[name]] if stored and name in stored else []) + shipped(name)
-            record = next((r for r in options if _same_problem(summary, r)), None)
+            record = next((r for r in options if same_problem(summary, r)), None)
             if record is not None:
                 summary = {**summary, **summary_fields(record)}
         out[name] = summary

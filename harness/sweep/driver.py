@@ -47,6 +47,7 @@ from harness.execution.provenance import environment_facts
 from harness.execution.store import ResultStore, StoreWriteFailed, held_records, store_file
 from harness.model.status_summary import not_ok, not_ok_summary
 from harness.sweep.execute import failure_record, run_job
+from harness.sweep.missing_references import compute_missing, missing, plan_line
 from harness.sweep.plan import (
     Job,
     former_keys_line,
@@ -85,6 +86,8 @@ class Outcome:
     in_store: Counter = field(default_factory=Counter)   # statuses of the sweep's stored jobs
     not_ok: list[tuple[str, str]] = field(default_factory=list)   # (status, reason) of those
     #                                                                   of them not ok
+    # (status, reason) of the references this run computed (harness.sweep.missing_references)
+    references: list[tuple[str, str]] = field(default_factory=list)
     store: str = ""
     report: dict[str, str] | None = None
 
@@ -522,7 +525,7 @@ def run_sweep(
     out: TextIO | None = None, err: TextIO | None = None,
     fn: Callable[[dict], dict] = run_job, allowed_failures: int | None = None, client=None,
     no_workers_timeout: float | None = None, write_report: ReportWriter | None = None,
-    opened: Callable[[Path], Any] | None = None,
+    opened: Callable[[Path], Any] | None = None, references: bool = True,
 ) -> Outcome:
     """Run (or resume) a sweep; returns what was done. Bad input raises InputError.
 
@@ -537,6 +540,8 @@ def run_sweep(
     on `out` says so. `opened(store path)` is called once the store is open for writing (sound,
     its writer lock taken): never for a store that is refused (the `sweep` command notes the
     store for `report` there, so a refused sweep leaves results/.last-store as it was).
+    With `references`, the problems without truth get their reference computed after the jobs,
+    on the same cluster, and stored (harness.sweep.missing_references).
     """
     from harness.execution.cluster import check_options, connect, dask_log_levels
 
@@ -596,6 +601,17 @@ def run_sweep(
                                rerun_failed=rerun_failed)
             except ClusterLost as exc:
                 outcome.lost = str(exc)
+        need = (missing(sweep.problems, db.references(), sweep.seed)
+                if references and sweep.kind == "estimate" and not outcome.lost else [])
+        if need:
+            print(plan_line(need), file=out, flush=True)
+            try:
+                outcome.references = compute_missing(
+                    db, need, sweep.seed, connected().client,
+                    out=lambda line: print(f"reference: {line}", file=out, flush=True),
+                    rounds=lambda line: print(line, file=err, flush=True))
+            except ClusterLost as exc:
+                outcome.lost = str(exc)
         db.set_metadata("finished_at", datetime.now(UTC).isoformat())
         stored = db.statuses(j.job_id for j in jobs).values()
         in_store = outcome.in_store = Counter(status for status, _ in stored)
@@ -611,6 +627,10 @@ def run_sweep(
     if outcome.not_ok:
         print(f"not ok: {not_ok_summary(outcome.not_ok)}; stored like the others "
               f"(--rerun-failed reruns them, --strict exits 1 for them)", file=out)
+    bad = [r for r in outcome.references if r[0] != "ok"]
+    if bad:
+        print(f"references not ok: {not_ok_summary(bad)}; stored all the same (the report "
+              f"says so; --strict exits 1 for them)", file=out)
     if outcome.cancelled and not outcome.lost:
         print(f"{outcome.cancelled} jobs were cancelled (scheduler lost?): run the same "
               f"command again to finish them", file=err)

@@ -160,7 +160,7 @@ def parse_reference(w, raw: dict[str, Any], problem_specs: list[str]) -> Referen
     return settings
 
 
-def _expected(spec: str, s: ReferenceSettings, seed: int) -> dict[str, Any]:
+def expected_record(spec: str, s: ReferenceSettings, seed: int) -> dict[str, Any]:
     """What a stored record must hold to be this problem's reference (without computing)."""
     from harness.references.compute import (
         canonical_spec,
@@ -184,7 +184,7 @@ def _expected(spec: str, s: ReferenceSettings, seed: int) -> dict[str, Any]:
                                else unbiased_method(check, s.check_settings).get_settings())}
 
 
-def _matches(record: dict[str, Any] | None, expected: dict[str, Any]) -> bool:
+def is_stored(record: dict[str, Any] | None, expected: dict[str, Any]) -> bool:
     if record is None:
         return False
     run = record.get("check_run") or {}
@@ -205,7 +205,7 @@ def plan_lines(sweep, store: Path) -> list[str]:
     lines = []
     for p in sweep.problems:
         s = sweep.reference.for_problem(p.spec)
-        done = _matches(stored.get(p.name), _expected(p.spec, s, sweep.seed))
+        done = is_stored(stored.get(p.name), expected_record(p.spec, s, sweep.seed))
         cpu = "" if s.max_cpu is None else f", max CPU {s.max_cpu:g} s"
         check = s.check_method or "no"
         lines.append(f"  {'done' if done else 'to run'}  {p.spec} (N={p.n_train}, {p.n_test} "
@@ -221,10 +221,29 @@ def plan_lines(sweep, store: Path) -> list[str]:
 def run_reference_sweep(sweep, store: Path, client=None, out=print) -> list[str]:
     """Compute, store and export every missing reference of the sweep (module doc); the
     status of each problem's reference (reference_status; failed: none computed)."""
-    from harness.execution.formatting import format_reference
     from harness.execution.store import ResultStore
-    from harness.model.reference_values import export_reference, file_name
     from harness.model.status_summary import not_ok_summary
+
+    with ResultStore(store) as st:
+        results = compute_into(st, sweep.problems, sweep.reference.for_problem, sweep.seed,
+                               client, sweep.references, out)
+    summary = not_ok_summary(results)
+    out(f"{len(results)} reference(s): {len(results) - sum(s != 'ok' for s, _ in results)} ok"
+        + (f"; not ok: {summary}" if summary else ""))
+    return [status for status, _ in results]
+
+
+def compute_into(st, problems, settings_for, seed: int, client=None,
+                 export_to: Path | None = None, out=print,
+                 rounds=lambda text: print(text, file=sys.stderr, flush=True)
+                 ) -> list[tuple[str, str]]:
+    """Each problem's reference in the open store `st`: kept when a stored record has the same
+    settings (`is_stored`), else computed with `settings_for(spec)` on `client` and stored at
+    once; exported to `export_to` when given. One line per problem on `out`, each round's on
+    `rounds`. Returns each problem's (status, reason) (harness.references.compute
+    .reference_status; ("failed", reason) when none could be computed)."""
+    from harness.execution.formatting import format_reference
+    from harness.model.reference_values import export_reference, file_name
     from harness.references.compute import (
         ReferenceFailed,
         compute_reference,
@@ -232,34 +251,29 @@ def run_reference_sweep(sweep, store: Path, client=None, out=print) -> list[str]
     )
 
     results: list[tuple[str, str]] = []
-    with ResultStore(store) as st:
-        stored = st.references()
-        for p in sweep.problems:
-            s = sweep.reference.for_problem(p.spec)
-            record = stored.get(p.name)
-            if _matches(record, _expected(p.spec, s, sweep.seed)):
-                verb = "already stored"
-            else:
-                try:
-                    record = compute_reference(
-                        p.spec, **s.arguments(), client=client, seed=sweep.seed,
-                        out=lambda text: print(text, file=sys.stderr, flush=True))
-                except ReferenceFailed as exc:
-                    out(f"{p.name}: reference FAILED: {exc}")
-                    results.append(("failed", exc.reason))
-                    continue
-                st.add_reference(record)
-                verb = "computed"
-            if sweep.references is not None:
-                export_reference(record, sweep.references / file_name(p.name))
-            results.append(reference_status(record))
-            status, reason = results[-1]
-            out(f"{p.name}: {verb}, log Z {record['log_marginal_likelihood']:.6f} ± "
-                f"{record['log_marginal_likelihood_se']:.2g}, {record['stopped']}"
-                + ("" if status == "ok" else f" — {status}: {reason}"))
-            if verb == "computed":
-                print(format_reference(record), file=sys.stderr)
-    summary = not_ok_summary(results)
-    out(f"{len(results)} reference(s): {len(results) - sum(s != 'ok' for s, _ in results)} ok"
-        + (f"; not ok: {summary}" if summary else ""))
-    return [status for status, _ in results]
+    stored = st.references()
+    for p in problems:
+        s = settings_for(p.spec)
+        record = stored.get(p.name)
+        if is_stored(record, expected_record(p.spec, s, seed)):
+            verb = "already stored"
+        else:
+            try:
+                record = compute_reference(p.spec, **s.arguments(), client=client, seed=seed,
+                                           out=rounds)
+            except ReferenceFailed as exc:
+                out(f"{p.name}: reference FAILED: {exc}")
+                results.append(("failed", exc.reason))
+                continue
+            st.add_reference(record)
+            verb = "computed"
+        if export_to is not None:
+            export_reference(record, export_to / file_name(p.name))
+        results.append(reference_status(record))
+        status, reason = results[-1]
+        out(f"{p.name}: {verb}, log Z {record['log_marginal_likelihood']:.6f} ± "
+            f"{record['log_marginal_likelihood_se']:.2g}, {record['stopped']}"
+            + ("" if status == "ok" else f" — {status}: {reason}"))
+        if verb == "computed":
+            rounds(format_reference(record))
+    return results

@@ -88,7 +88,7 @@ def test_report_and_export_read_the_last_sweeps_store_and_say_so(capsys, tiny_st
                                         'problems = ["onefactor:n=5"]\n[methods.sov]\n')
     def run_sweep(*a, store, opened, **k):   # opens the store (which the sweep remembers)
         opened(store)
-        return SimpleNamespace(exit_code=0, in_store={"ok": 20})
+        return SimpleNamespace(exit_code=0, in_store={"ok": 20}, references=[])
 
     monkeypatch.setattr(driver, "run_sweep", run_sweep)
     code, out, err = run_cli(capsys, "export", "--out", "before.csv")   # nothing remembered

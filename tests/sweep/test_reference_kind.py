@@ -80,7 +80,7 @@ def test_bad_reference_key_is_named(tmp_path, line, key):
 def test_check_settings_are_checked_and_part_of_what_a_stored_reference_must_match(tmp_path):
     """check_settings = { ... } reaches the check method (named when wrong), and a stored
     reference whose check ran with other settings is not this sweep's."""
-    from harness.sweep.reference_kind import _expected, _matches
+    from harness.sweep.reference_kind import expected_record, is_stored
 
     with_sir = SWEEP.replace('check_method = "none"', 'check_method = "sir"')
     with pytest.raises(InputError, match=r"reference\.check_settings"):
@@ -90,13 +90,13 @@ def test_check_settings_are_checked_and_part_of_what_a_stored_reference_must_mat
         "[output]", 'check_settings = { proposal = "tilted" }\n[output]'))
     s = sweep.reference.for_problem(PROBLEM)
     assert s.arguments()["check_settings"] == {"proposal": "tilted"}
-    expected = _expected(PROBLEM, s, sweep.seed)
+    expected = expected_record(PROBLEM, s, sweep.seed)
     record = {"key": expected["key"], "targets": expected["targets"],
               "parts_per_round": expected["parts_per_round"],
               "check_run": {"method_name": "sir", "settings": expected["check_settings"]}}
-    assert _matches(record, expected)
+    assert is_stored(record, expected)
     record["check_run"]["settings"] = {**expected["check_settings"], "proposal": "sov"}
-    assert not _matches(record, expected)
+    assert not is_stored(record, expected)
 
 
 def test_references_sweep_file_matches_the_shipped_references():
@@ -104,7 +104,7 @@ def test_references_sweep_file_matches_the_shipped_references():
     key and targets the sweep would compute (so a sweep into a store holding them skips all)."""
     from pathlib import Path
 
-    from harness.sweep.reference_kind import _expected, _matches
+    from harness.sweep.reference_kind import expected_record, is_stored
     from harness.sweep.spec import load_sweep
 
     root = Path(__file__).resolve().parents[2]
@@ -114,5 +114,5 @@ def test_references_sweep_file_matches_the_shipped_references():
         pytest.skip(str(exc))
     for p in sweep.problems:
         record = json.loads((root / "harness/data/references" / file_name(p.name)).read_text())
-        assert _matches(record, _expected(p.spec, sweep.reference.for_problem(p.spec),
+        assert is_stored(record, expected_record(p.spec, sweep.reference.for_problem(p.spec),
                                           sweep.seed)), p.name
