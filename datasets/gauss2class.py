@@ -22,7 +22,7 @@ Sigma1's off-diagonal 0.25 (docs/math.md §11); P3's mean multiplier 0.5 ("0.? e
 model, N(2 e, Sigma1) — the paper's symbols are lost entirely, this choice is ours.
 Preset gauss2class-matern16k is a hard large problem of our own: the Matérn-3/2 kernel on the
 2-D data at N = 16,384 (short range against the points' spacing), with a shipped reference
-(harness/data/references, README "Reference values").
+(harness/data/references, docs/guide/references.md "Shipped references").
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ T = TypeVar("T")
 
 # The largest problems a family builds. No method finishes beyond them on a machine like this
 # one: sov-tlr, the only one that scales (O(N^1.5) per sample, no N x N matrix), took about
-# 10 minutes at N = 65,536 (README "Large problems"); 10^6 points are hours of its set-up
+# 10 minutes at N = 65,536 (docs/design.md "Large problems"); 10^6 points are hours of its set-up
 # alone, and a dense method's 8 N^2 bytes are 8 TB. Features likewise: the class covariance of
 # gauss2class is d x d and every kernel entry costs d operations.
 MAX_POINTS = 1_000_000

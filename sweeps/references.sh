@@ -1,5 +1,5 @@
 #!/bin/sh
-# Produces the references shipped in harness/data/references/ (README "Reference values"):
+# Produces the references shipped in harness/data/references/ (docs/guide/references.md "Shipped references"):
 # the built-in problems without exact truth at their default kernel parameters (alpha = 5,
 # beta = 1), minimax tilting with sir as the agreement check, targets log Z SE <= 0.01 nats and
 # test-probability SE <= 1e-4, each problem capped in CPU time (the reference's own; its check
@@ -19,7 +19,7 @@ done
 # one, plus 289 s for the sir check).
 nice python -m harness reference gauss-p6 $TARGETS --round-budget 8e4 --max-cpu 1500 \
     --out "$OUT/gauss-p6.json" "$@"
-# 2-D Matérn-3/2 at N = 16,384: short range and large N (README "Reference values" has its
+# 2-D Matérn-3/2 at N = 16,384: short range and large N (docs/guide/references.md "Shipped references" has its
 # cost; sir's default SOV proposal degenerates there, so the check is sir with the tilted one).
 nice python -m harness reference gauss2class-matern16k --method minimax-tilting --budget 1e9 \
     --round-budget 3.2e4 --target-se 0.025 --target-test-se 0.01 --max-cpu 3600 \

@@ -86,7 +86,7 @@ class MethodFile:
         problems = contract_violations(found)
         if problems:
             raise InputError(field, f"{self.path}:{self.class_name} is not a method plugin: "
-                             + "; ".join(problems), "see `Writing a method` in the README")
+                             + "; ".join(problems), "see docs/writing-a-method.md")
         register_file_method(self.method_id, found)
         return found
 
