@@ -556,3 +556,14 @@ def connect(scheduler: str | None = None, workers: int | None = None,
                 close_client(client)
         finally:
             cluster.close()
+
+
+def worker_died(exc: BaseException, what: str = "job") -> str:
+    """The stored reason of a job (or part) whose worker process died each time it ran it
+    (Dask's KilledWorker). Killed from outside, a crash or out of memory: the client cannot tell
+    which, and the job may be an innocent neighbour of whatever took the worker down, so the
+    reason says so and how to run it again."""
+    return (f"worker died: the {what}'s worker process died each time it ran the {what} "
+            f"(killed from outside, a crash or out of memory: which one is not known here, nor "
+            f"whether this {what} caused it); `sweep --rerun-failed` runs it again "
+            f"(KilledWorker: {exc})")

@@ -248,9 +248,9 @@ def part_result(spec: dict, future, result) -> dict | None:
     if future.status == "error":
         exc = result if isinstance(result, BaseException) else future.exception()
         if isinstance(exc, KilledWorker):
-            return lost_part(spec["part"], spec["budget"], "failed",
-                             f"KilledWorker: the part's worker process died each time it ran "
-                             f"it (crash or out of memory) ({exc})")
+            from harness.execution.cluster import worker_died
+
+            return lost_part(spec["part"], spec["budget"], "failed", worker_died(exc, "part"))
         return lost_part(spec["part"], spec["budget"], "error", f"{type(exc).__name__}: {exc}")
     return None
 

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 
 from harness.core.errors import EXIT_CLUSTER, EXIT_INTERRUPTED, EXIT_OK, InputError
 from harness.execution.arrivals import arrivals
-from harness.execution.cluster import ClusterLost
+from harness.execution.cluster import ClusterLost, worker_died
 from harness.execution.parts import PART_KEY_PREFIX, part_result, part_spec, run_part
 from harness.execution.provenance import environment_facts
 from harness.execution.store import ResultStore, StoreWriteFailed, held_records, store_file
@@ -435,11 +435,7 @@ def job_record(job: Job, future, result) -> dict | None:
     if future.status == "error":
         exc = result if isinstance(result, BaseException) else future.exception()
         if isinstance(exc, KilledWorker):
-            return failure_record(
-                job, "failed",
-                f"KilledWorker: the job's worker process died each time it ran it "
-                f"(crash or out of memory); gave up after the scheduler's allowed "
-                f"failures ({exc})")
+            return failure_record(job, "failed", worker_died(exc))
         return failure_record(job, "error", f"{type(exc).__name__}: {exc}")
     return None
 

@@ -241,7 +241,9 @@ def test_local_cluster_and_a_job_that_kills_its_worker(tmp_path, capsys):
     assert "local cluster, 1 worker process × 1 thread on 127.0.0.1" in out
     with ResultStore(store) as db:
         bad = {r["status"]: r for r in db.records() if r["status"] != "ok"}
-    assert bad["failed"]["reason"].startswith("KilledWorker")
+    assert bad["failed"]["reason"].startswith("worker died: ")
+    assert "killed from outside, a crash or out of memory" in bad["failed"]["reason"]
+    assert "--rerun-failed" in bad["failed"]["reason"]
     assert bad["failed"]["problem"] == "onefactor:n=5"
     assert "unknown method 'not-installed-here'" in bad["error"]["reason"]
     for r in bad.values():   # completed by the client: named like every other record
