@@ -1,28 +1,32 @@
-"""The verdict: which method reaches each accuracy target cheapest, per problem (or, in a store
-of many problems, per family and size), and how the methods rank across them.
+"""The verdict: which EXACT method reaches each accuracy target cheapest, per problem (or, in a
+store of many problems, per family and size), and how the methods rank across them.
 
 Targets (TARGETS), a ladder of two per quantity: |log Ẑ − log Z| ≤ 0.1 and ≤ 0.01 nats (Ẑ
 within about 10 % and 1 % of Z), and the MAE of the test probabilities ≤ 1e-2 and ≤ 1e-3
 (right to the second and to the third decimal). Errors are against the truth where every
 problem of the group has one, else against the consensus (docs/math.md §10).
 
-Only `ok` runs count. A method × budget reaches a target on a group when at least half of its
-jobs there are ok, it has ok runs on every problem of the group, and the mean error of those
-runs is within the target. Its cost is the mean CPU seconds of one ok run, set-up included
-(set-up + estimate: what one answer costs a user). Per group and target, the method whose
-cheapest reaching budget costs least wins; the runner-up is the next method, and the ratio
-of their costs says how much the choice matters. A target below the comparison's own
-precision (twice the SE of a reference truth or of the consensus) cannot be checked and is
-marked so instead.
+Only `ok` runs of exact methods count: an approximation (`exact_method` false in its records:
+Laplace, EP, VB, the Vecchia walks) has no error bars that could guarantee a target, so it
+never competes; its measured error is in harness.analysis.approximations. A method × budget
+counts on a group when at least half of its jobs there are ok, it has ok runs on every problem
+of the group, and its error is measured (`counted`); it reaches a target when the mean error of
+those runs is within it. Its cost is the mean CPU seconds of one ok run, set-up included. Per
+group and target the cheapest reaching method wins; the runner-up is the next, and the ratio of
+their costs says how much the choice matters. This is the report's one definition of "best".
+A target below the comparison's own precision (REFERENCE_FACTOR × the SE of a reference truth
+or of the consensus) cannot be checked; `fix_command` is the command that computes a reference
+precise enough (its SE a quarter of the tightest target, REFERENCE_SE / REFERENCE_TEST_SE).
 
-The leaderboard ranks the methods over the (group, target) pairs that some method reached:
-there, the methods that reached it are ranked by cost (1 = cheapest) and those that ran but
-did not reach it share the next rank. A method is ranked only where it ran.
+The leaderboard ranks the exact methods over the (group, target) pairs that some method
+reached: 1 = cheapest, those that ran but did not reach it share the next rank. `unranked`
+says, for every other method of the store, why it has no rank.
 """
 
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +51,12 @@ TARGETS = (
     Target("probabilities", 1e-2, "MAE ≤ 1e-2", ("mae", "mae_med")),
     Target("probabilities", 1e-3, "MAE ≤ 1e-3", ("mae", "mae_med")),
 )
+# a reference's SEs, a quarter of the tightest target of each quantity: its precision floor
+# (REFERENCE_FACTOR × SE, 2 × SE) half the target: every target checkable with a margin
+REFERENCE_SHARE = 0.25
+REFERENCE_SE = REFERENCE_SHARE * min(t.limit for t in TARGETS if t.quantity == "log_z")
+REFERENCE_TEST_SE = REFERENCE_SHARE * min(t.limit for t in TARGETS
+                                          if t.quantity == "probabilities")
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,7 @@ class Reach:
 
 @dataclass
 class Entry:
-    """One group × target: who reached it, from cheapest, and who ran there."""
+    """One group × target: which exact methods reached it, from cheapest, and which ran."""
 
     group: str
     target: Target
@@ -70,10 +80,17 @@ class Entry:
     entered: list[str] = field(default_factory=list)
     closest: Reach | None = None                  # the lowest error, when nobody reached it
     floor: float = math.nan                       # the comparison's precision, if above limit
+    best: dict[str, Reach] = field(default_factory=dict)   # each entered method's lowest error
+    problems: list[str] = field(default_factory=list)     # the group's problems
 
     @property
     def unresolvable(self) -> bool:
         return math.isfinite(self.floor)
+
+    @property
+    def against(self) -> str:
+        """'consensus' (of the exact methods) or 'truth' (exact or a reference)."""
+        return "consensus" if self.column == self.target.columns[1] else "truth"
 
     @property
     def ratio(self) -> float:
@@ -100,14 +117,19 @@ def groups(data: ReportData, max_groups: int = MAX_GROUPS) -> dict[str, list[str
     return out
 
 
-def _column(data: ReportData, problems: list[str], target: Target) -> str:
+def column(data: ReportData, problems: list[str], target: Target) -> str:
+    """The error column a target is checked on: against the truth when every problem of the
+    group has one, else against the consensus."""
     truth = all(data.problems.get(p, {}).get("truth_kind") for p in problems)
     return target.columns[0] if truth else target.columns[1]
 
 
-def _cells(jobs: pd.DataFrame, problems: list[str], column: str) -> pd.DataFrame:
-    """One row per method × budget that counts: mean error and cost of its ok runs."""
+def counted(jobs: pd.DataFrame, problems: list[str], column: str) -> pd.DataFrame:
+    """One row per method × budget that counts (see the module's docstring): its mean error
+    and the mean cost (CPU s, set-up included) of its ok runs."""
     rows = []
+    if column not in jobs:
+        return pd.DataFrame(columns=["method", "budget", "error", "cost"])
     for (method, budget), g in jobs.groupby(["method", "budget"], sort=True):
         ok = g[(g["status"] == OK) & np.isfinite(g[column].to_numpy(float))]
         if 2 * len(ok) < len(g) or set(ok["problem"]) != set(problems):
@@ -116,35 +138,53 @@ def _cells(jobs: pd.DataFrame, problems: list[str], column: str) -> pd.DataFrame
         rows.append({"method": method, "budget": int(budget),
                      "error": float(ok[column].mean()),
                      "cost": float((ok["cpu_seconds"] + setup).mean())})
-    return pd.DataFrame(rows, columns=["method", "budget", "error", "cost"])
+    return pd.DataFrame(rows, columns=["method", "budget", "error", "cost"]).dropna()
+
+
+def exact_cells(data: ReportData, problems: list[str], column: str) -> pd.DataFrame:
+    """`counted` for the exact methods only, on the group's jobs."""
+    jobs = data.jobs[data.jobs["problem"].isin(problems)]
+    if len(jobs):   # data.exact of each method: all its jobs in the store marked exact
+        exact = data.jobs.groupby("method")["exact_method"].all()
+        jobs = jobs[jobs["method"].map(exact).astype(bool)]
+    return counted(jobs, problems, column)
+
+
+def cheapest_within(cells: pd.DataFrame, limit: float) -> list[Reach]:
+    """Per method, its cheapest budget whose mean error is ≤ limit; cheapest method first."""
+    hit = cells[cells["error"] <= limit].sort_values(["cost", "method", "budget"])
+    out = [Reach(m, int(g.iloc[0]["budget"]), float(g.iloc[0]["cost"]),
+                 float(g.iloc[0]["error"])) for m, g in hit.groupby("method", sort=False)]
+    return sorted(out, key=lambda r: (r.cost, r.method))
+
+
+def lowest(cells: pd.DataFrame) -> Reach | None:
+    """The lowest-error row (cheapest on ties) as a Reach; None without rows."""
+    if not len(cells):
+        return None
+    r = cells.sort_values(["error", "cost"]).iloc[0]
+    return Reach(r["method"], int(r["budget"]), float(r["cost"]), float(r["error"]))
 
 
 def entry(data: ReportData, group: str, problems: list[str], target: Target) -> Entry:
-    column = _column(data, problems, target)
-    jobs = data.jobs[data.jobs["problem"].isin(problems)]
-    out = Entry(group, target, column)
-    if column not in jobs:
-        return out
-    cells = _cells(jobs, problems, column).dropna()
+    col = column(data, problems, target)
+    out = Entry(group, target, col, problems=list(problems))
+    cells = exact_cells(data, problems, col)
     out.entered = sorted(set(cells["method"]))
-    floors = [precision_floor(data, p, column)[0] for p in problems]
+    out.best = {m: lowest(g) for m, g in cells.groupby("method")}
+    floors = [precision_floor(data, p, col)[0] for p in problems]
     floor = max((f for f in floors if math.isfinite(f)), default=math.nan)
     if floor > target.limit:
         out.floor = floor
         return out
-    hit = cells[cells["error"] <= target.limit].sort_values(["cost", "method"])
-    for method, g in hit.groupby("method", sort=False):
-        r = g.iloc[0]
-        out.reached.append(Reach(method, int(r["budget"]), float(r["cost"]), float(r["error"])))
-    out.reached.sort(key=lambda r: (r.cost, r.method))
-    if not out.reached and len(cells):
-        r = cells.sort_values(["error", "cost"]).iloc[0]
-        out.closest = Reach(r["method"], int(r["budget"]), float(r["cost"]), float(r["error"]))
+    out.reached = cheapest_within(cells, target.limit)
+    if not out.reached:
+        out.closest = lowest(cells)
     return out
 
 
 def entries(data: ReportData, max_groups: int = MAX_GROUPS) -> list[Entry]:
-    """Every group × target that some method ran (in reading order)."""
+    """Every group × target that some exact method ran (in reading order)."""
     out = []
     for group, problems in groups(data, max_groups).items():
         for target in TARGETS:
@@ -155,9 +195,9 @@ def entries(data: ReportData, max_groups: int = MAX_GROUPS) -> list[Entry]:
 
 
 def leaderboard(found: list[Entry]) -> pd.DataFrame:
-    """Per method: the pairs it ran in that someone reached ('entered'), how many it reached
-    and won, its mean rank there, and the geometric mean of its cost over the winner's where
-    it reached the target; best mean rank first."""
+    """Per exact method: the pairs it ran in that someone reached ('entered'), how many it
+    reached and won, its mean rank there, and the geometric mean of its cost over the winner's
+    where it reached the target; best mean rank first."""
     stats: dict[str, dict] = {}
     for e in found:
         if not e.reached:
@@ -181,3 +221,86 @@ def leaderboard(found: list[Entry]) -> pd.DataFrame:
                                         "cost_ratio"])
     return board.sort_values(["mean_rank", "wins", "method"],
                              ascending=[True, False, True]).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Unranked:
+    """Why a method has no rank, or reached no target: `kind` is 'approximation', 'no ok run'
+    (0 of `runs` ok; `statuses` the others by count), 'not counted' (no budget with half its
+    runs ok and an error measured on every problem of a group) or 'reached none' (`closest`:
+    the entry and budget where its error came nearest a target, relative to the limit)."""
+
+    method: str
+    kind: str
+    runs: int
+    ok: int
+    statuses: dict[str, int]
+    closest: tuple[Entry, Reach] | None = None
+
+
+def closest(found: list[Entry], method: str) -> tuple[Entry, Reach] | None:
+    """The entry where `method`'s lowest error is nearest its target (error / limit)."""
+    near = [(e.best[method].error / e.target.limit, i) for i, e in enumerate(found)
+            if method in e.best]
+    if not near:
+        return None
+    e = found[min(near)[1]]
+    return e, e.best[method]
+
+
+def unranked(data: ReportData, found: list[Entry]) -> list[Unranked]:
+    """Every method of the store that reached no target, with why (exact methods first, in
+    the store's order of names, then the approximations)."""
+    reached = {r.method for e in found for r in e.reached}
+    out = []
+    for method in data.methods:
+        if method in reached:
+            continue
+        jobs = data.jobs[data.jobs["method"] == method]
+        statuses = jobs["status"].value_counts().sort_index()
+        ok = int(statuses.get(OK, 0))
+        others = {str(k): int(v) for k, v in statuses.items() if k != OK}
+        if not data.exact(method):
+            kind = "approximation"
+        elif not ok:
+            kind = "no ok run"
+        elif not any(method in e.entered for e in found):
+            kind = "not counted"
+        else:
+            kind = "reached none"
+        out.append(Unranked(method, kind, len(jobs), ok, others, closest(found, method)))
+    return sorted(out, key=lambda u: (u.kind == "approximation", u.method))
+
+
+# ---- the command that makes a target checkable ----------------------------------------------
+def problem_spec(data: ReportData, problem: str) -> str:
+    """The spec that makes `problem` again (its jobs' `problem_spec`, else the sweep file's,
+    else the summary's spec or file, else its name)."""
+    for r in data.records:
+        if r.get("problem") == problem and r.get("problem_spec"):
+            return str(r["problem_spec"])
+    sweeps = data.metadata.get("sweeps") if isinstance(data.metadata, dict) else None
+    for sweep in [*(sweeps.values() if isinstance(sweeps, dict) else []),
+                  data.metadata.get("sweep") if isinstance(data.metadata, dict) else None]:
+        for p in (sweep or {}).get("problems", []) if isinstance(sweep, dict) else []:
+            if isinstance(p, dict) and p.get("name") == problem and p.get("spec"):
+                return str(p["spec"])
+    s = data.problems.get(problem, {})
+    return str(s.get("spec") or s.get("file") or problem)
+
+
+def reference_command(spec: str, store: str, target_se: float = REFERENCE_SE,
+                      target_test_se: float = REFERENCE_TEST_SE) -> str:
+    """`python -m harness reference SPEC --store STORE --target-se S --target-test-se T`, each
+    argument quoted for a POSIX shell: one text for the report and the command line."""
+    return (f"python -m harness reference {shlex.quote(spec)} --store {shlex.quote(store)} "
+            f"--target-se {target_se:g} --target-test-se {target_test_se:g}")
+
+
+def fix_command(data: ReportData, problems: list[str]) -> str:
+    """The commands that make every target of these problems checkable: a reference of each,
+    its SEs a quarter of the tightest targets, into the report's store, then the report again
+    (which uses every reference stored in the store)."""
+    store = data.store_path or "STORE"
+    refs = [reference_command(problem_spec(data, p), store) for p in problems]
+    return " && ".join([*refs, f"python -m harness report --store {shlex.quote(store)}"])

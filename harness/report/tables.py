@@ -17,11 +17,10 @@ from harness.analysis.aggregate import (
     METRICS,
     OK,
     ReportData,
-    best_at_equal_time,
     precision_floor,
-    problem_metrics,
     status_counts,
 )
+from harness.analysis.verdict import entries
 from harness.core import metrics
 from harness.report import titles
 from harness.report.style import fmt, fmt_budget
@@ -106,61 +105,43 @@ def methods_table(data: ReportData, palette) -> Table:
 
 
 def best_table(data: ReportData, palette, problems=None) -> Table:
-    """Best method at equal CPU time, per problem and error measure, with the runner-up's
-    error and the ratio runner-up / best (how much the choice matters, tie or not). Successive
-    CPU-time levels with the same answer share one row ('≤ 0.20 – 1.8')."""
-    rows = []
-    for problem in problems or data.problems:
-        for col in problem_metrics(data, problem):
-            if col is None:
-                continue
-            bt = best_at_equal_time(data, problem, col)
-            bt = bt[bt["best"].map(lambda b: isinstance(b, str))] if len(bt) else bt
-            same = ["best", "budget", "runner_up", "runner_up_budget"]
-            first, last = True, None
-            for _, r in bt.iterrows():
-                key = tuple(str(r[k]) for k in same)
-                if key == last:
-                    level = rows[-1][2]
-                    level.text = f"{level.text.split(' – ')[0]} – {fmt(r['cpu_seconds'], 2)}"
-                    continue
-                last = key
-                second = isinstance(r["runner_up"], str)
-                if not second:
-                    verdict = _c("only method within this time")
-                elif r["clear"]:
-                    verdict = _c("ahead by > 2 SE")
-                else:
-                    verdict = _c("tie (within 2 SE)", "floor")
-                head = Cell(titles.of(data, problem), "problem") if first else _c("")
-                rows.append([head, _c(METRICS[col].name if first else ""),
-                             _c(f"≤ {fmt(r['cpu_seconds'], 2)}", "num"),
-                             method_cell(data, palette, r["best"]),
-                             _c(fmt_budget(r["budget"]), "num"),
-                             error_cell(data, problem, col, r["error"], r["se"]),
-                             method_cell(data, palette, r["runner_up"]) if second else _c("—"),
-                             error_cell(data, problem, col, r["runner_up_error"],
-                                        r["runner_up_se"]) if second else _c("—"),
-                             _c(_ratio(r["runner_up_error"], r["error"]) if second else "—",
-                                "num"),
-                             verdict])
-                first = False
-    return Table("best", "Best method at equal CPU time",
-                 ["problem", "error", "CPU s per run", "best method", "at budget",
-                  "mean error (SE)", "runner-up", "runner-up error (SE)",
-                  "ratio (runner-up / best)", "margin"], rows,
-                 caption="Exact methods only. For each CPU-time level: the lowest mean error any "
-                         "budget of each method reaches within that time (mean CPU seconds over "
-                         "replicates); the best method, the runner-up, the ratio of their mean "
-                         "errors, and whether the lead exceeds 2 combined standard errors. A "
-                         "range of levels ('≤ 0.2 – 1.8') gives the same answer throughout.")
-
-
-def _ratio(worse: float, best: float) -> str:
-    """worse / best with 3 significant digits; '∞' when the best error is exactly 0."""
-    if not math.isfinite(worse):
-        return "—"
-    return fmt(worse / best, 3) if best > 0 else "∞"
+    """The verdict in detail (harness.analysis.verdict, the report's one definition of "best":
+    the cheapest exact method reaching an accuracy target, cost = mean CPU seconds of one ok
+    run, set-up included): per problem (or group) and target, the winner's budget, cost and
+    error, the runner-up's, their cost ratio and how many exact methods reached it."""
+    keep = set(problems or data.problems)
+    rows, last = [], None
+    for e in entries(data):
+        if not keep & set(e.problems):
+            continue
+        head = Cell(titles.of(data, e.group) if e.group in data.problems else e.group,
+                    "problem") if e.group != last else _c("")
+        last = e.group
+        against = _c("consensus" if e.against == "consensus" else "truth")
+        if not e.reached:
+            why = (f"not checkable: known to ±{fmt(e.floor, 2)}" if e.unresolvable
+                   else "none reached" + (f" (closest {e.closest.method} "
+                                          f"{fmt(e.closest.error, 2)})" if e.closest else ""))
+            rows.append([head, _c(e.target.name), against, _c(why, "floor")]
+                        + [_c("—") for _ in range(6)])
+            continue
+        best, second = e.reached[0], e.reached[1] if len(e.reached) > 1 else None
+        rows.append([head, _c(e.target.name), against, method_cell(data, palette, best.method),
+                     _c(fmt_budget(best.budget), "num"), _c(fmt(best.cost, 2), "num"),
+                     _c(fmt(best.error, 2), "num"),
+                     method_cell(data, palette, second.method) if second else _c("—"),
+                     _c(f"×{fmt(e.ratio, 2)}" if second else "—", "num"),
+                     _c(f"{len(e.reached)} of {len(e.entered)}", "num")])
+    return Table("best", "Cheapest exact method to each target, in detail",
+                 ["problem", "target", "error against", "cheapest exact method", "at budget",
+                  "CPU s per run", "mean error", "runner-up", "its cost / cheapest",
+                  "reached by"], rows,
+                 caption="The verdict's numbers: for each accuracy target, the exact method "
+                         "whose cheapest budget within it costs least (mean CPU seconds of one "
+                         "ok run, set-up included), its mean error there, the runner-up and "
+                         "the ratio of their costs, and how many of the exact methods that ran "
+                         "reached it. Approximations never compete (see 'Approximations "
+                         "against the exact answer').")
 
 
 # ---- per problem ------------------------------------------------------------------------

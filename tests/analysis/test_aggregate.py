@@ -220,41 +220,6 @@ def test_best_method_at_equal_cpu_time(tmp_path):
     assert bt["error"].iloc[0] == pytest.approx(0.5)
     assert bt["runner_up"].iloc[1] == "B" and bool(bt["clear"].iloc[1])
     assert bt["methods_within"].iloc[2] == 0 and not isinstance(bt["best"].iloc[2], str)
-    table = tables.frame(tables.best_table(data, Palette(data.methods)))
-    assert "A" in set(table["best method"])
-
-
-def test_best_table_shows_the_runner_up_error_and_the_ratio(tmp_path):
-    """Per CPU level: the runner-up's mean error (SE) and runner-up / best, tie or not."""
-    recs = []
-    for i in range(3):
-        for method, err in {"A": 0.1, "B": 0.3, "C": 0.1008}.items():
-            recs.append(record(f"{method}-{i}", "P", method, 100, i, cpu=1.0 + 1e-3 * i,
-                               log_z=TRUE_LZ - err - 1e-3 * i))
-    data = make_store(tmp_path / "b.sqlite", recs, [summary("P", probs=None)])
-    bt = agg.best_at_equal_time(data, "P", "abs_log_error", levels=[2.0])
-    assert bt["runner_up"].iloc[0] == "C"
-    assert bt["runner_up_se"].iloc[0] == pytest.approx(1e-3 / 3**0.5)
-    row = tables.frame(tables.best_table(data, Palette(data.methods))).iloc[0]
-    assert row["best method"] == "A" and row["runner-up"] == "C"
-    assert row["error"] == "MAPE of log Z" and row["runner-up error (SE)"] == "1.02 (0.0058)"   # %
-    assert row["ratio (runner-up / best)"] == "1.01"          # 0.1018 / 0.101
-    assert "tie" in row["margin"]
-
-
-def test_best_table_ratio_without_a_runner_up_or_with_a_zero_best(tmp_path):
-    recs = [record(f"A-{i}", "P", "A", 100, i, log_z=TRUE_LZ, cpu=1.0) for i in range(2)]
-    recs += [record(f"B-{i}", "Q", "B", 100, i, log_z=TRUE_LZ - 0.5, cpu=1.0) for i in range(2)]
-    recs += [record(f"C-{i}", "Q", "C", 100, i, log_z=TRUE_LZ - 0.1, cpu=1.0) for i in range(2)]
-    recs += [record(f"D-{i}", "P", "D", 100, i, log_z=TRUE_LZ - 0.2, cpu=1.0) for i in range(2)]
-    data = make_store(tmp_path / "b.sqlite", recs, [summary("P", probs=None),
-                                                     summary("Q", probs=None)])
-    t = tables.frame(tables.best_table(data, Palette(data.methods), ["P"])).iloc[0]
-    assert t["best method"] == "A" and t["ratio (runner-up / best)"] == "∞"
-    only = [r for r in recs if r["method"] == "B"]
-    data = make_store(tmp_path / "c.sqlite", only, [summary("Q", probs=None)])
-    t = tables.frame(tables.best_table(data, Palette(data.methods))).iloc[0]
-    assert t["runner-up"] == "—" and t["ratio (runner-up / best)"] == "—"
 
 
 # ---- presentation helpers -----------------------------------------------------------------

@@ -98,7 +98,7 @@ def test_verdict_table_cells(hand):
     assert row["P"][1].text == "A · 0.12 s" and row["P"][1].sub == "budget 100 · next B ×1.2"
     assert row["P"][2].text == "B · 0.60 s" and row["P"][3].text == "—"
     assert row["Q"][2].text == "not checkable" and row["R"][1].text == "none reached"
-    assert row["R"][1].sub == "closest: B 0.30"
+    assert row["R"][1].sub == "closest: B 0.30 at 100"
 
 
 def test_many_problems_are_grouped_by_family_and_size(tmp_path):
@@ -143,11 +143,15 @@ def test_titles_that_coincide_get_their_spec(tmp_path):
     assert got["x"] != got["y"] and got["x"].endswith("[x]")
 
 
-def test_nobody_reaching_a_target_leaves_an_empty_leaderboard(tmp_path):
+def test_nobody_reaching_a_target_ranks_nobody_but_lists_the_method(tmp_path):
     data = make_store(tmp_path / "n.sqlite", _jobs("A", "R", 100, 0.4, 0.1),
                       [summary("R", probs=None)])
     sec = verdict_section.section(data, Palette(data.methods), None)
-    assert not sec.board.rows and sec.table.rows[0][1].text == "none reached"
+    assert sec.table.rows[0][1].text == "none reached"
+    ((rank, method, *_, why),) = sec.board.rows
+    assert (rank.text, method.text) == ("—", "A")
+    assert why.text == ("ran but reached no target; closest: 0.40 against |Δ log Z| ≤ 0.1 at "
+                        "budget 100 (R)")
     empty = make_store(tmp_path / "e.sqlite", _jobs("A", "R", 100, 0.4, 0.1, status="failed"),
                        [summary("R", probs=None)])
     assert verdict_section.section(empty, Palette(empty.methods), None) is None
