@@ -259,6 +259,7 @@ def _calibration(flow: Flow, cal: dict | None) -> None:
 
 FRONT_SIZES = (7.5, 7.0, 6.5, 6.0, 5.5, 5.0, pdf_tables.MIN_SIZE)   # page one's table fonts
 FRONT_PAD = 0.35
+FRONT_TOGETHER = 6.0   # the smallest font at which the approximations share page one
 
 
 def _status(context: dict) -> str:
@@ -272,8 +273,9 @@ def _status(context: dict) -> str:
 
 
 def _front(flow: Flow, context: dict) -> None:
-    """Page one: title, the jobs' status, the verdict table, the leaderboard and the
-    calibration's headline, their fonts the largest of FRONT_SIZES that fits one page."""
+    """Page one: title, the jobs' status, the verdict table (with the commands that make its
+    uncheckable targets checkable), the leaderboard and the calibration's headline, then the
+    approximations table; their fonts the largest of FRONT_SIZES that fits one page."""
     flow.text(context["title"], size=18, weight="bold", gap=0.05)
     flow.text(f"Generated {context['generated']} from {context['store_path']} · "
               f"gpc-harness {context['version']}", size=8.5, color=MUTED, gap=0.12)
@@ -288,21 +290,40 @@ def _front(flow: Flow, context: dict) -> None:
     notes = [(v.believe, 8.5, "bold")] if v.believe else []
     notes.append((v.board.caption, 6.5, "normal"))
     board = replace(v.board, caption="")
+    approx = v.approximations if v.approximations.rows else None
 
-    def height(z: float) -> float:
+    def height(z: float, with_approx: bool) -> float:
         return (flow.text_height(head, 13.5, 0.16) + flow.table_height(v.table, z, FRONT_PAD, 6.5)
+                + sum(flow.text_height(n, 6.5) for n in v.table.notes)
                 + (flow.text_height(board.title, 11, 0.16)
                    + flow.table_beside(board, notes, z, FRONT_PAD, draw=False) if board.rows
-                   else sum(flow.text_height(t, z) for t, z, _ in notes)))
+                   else sum(flow.text_height(t, z) for t, z, _ in notes))
+                + (flow.text_height(approx.title, 11, 0.16)
+                   + flow.table_height(approx, z, FRONT_PAD, 6.5) if with_approx else 0.0))
 
-    size = next((z for z in FRONT_SIZES if height(z) <= flow._room()), FRONT_SIZES[-1])
+    # all on page one if it fits at a readable size, else the approximations on a page of
+    # their own, each page's font the largest that fits it
+    together = approx is not None and height(FRONT_TOGETHER, True) <= flow._room()
+    size = next((z for z in FRONT_SIZES if height(z, together) <= flow._room()),
+                FRONT_SIZES[-1])
     flow.heading(head, size=13.5)
     flow.table(v.table, size, FRONT_PAD, 6.5)
+    for note in v.table.notes:         # the commands that make a target checkable
+        flow.text(note, size=6.5, mono=note.startswith("["), gap=0.04)
     if board.rows:                     # empty when no method reached any target
         flow.heading(board.title, size=11)
         flow.table_beside(board, notes, size, FRONT_PAD)
     elif v.believe:
         flow.text(v.believe, size=8.5, weight="bold")
+    if approx is None:
+        return
+    if not together:
+        flow.new_page()
+        room = PAGE[1] - 2 * MARGIN - flow.text_height(approx.title, 13.5, 0.16)
+        size = next((z for z in FRONT_SIZES
+                     if flow.table_height(approx, z, FRONT_PAD, 6.5) <= room), FRONT_SIZES[-1])
+    flow.heading(approx.title, size=11 if together else 13.5)
+    flow.table(approx, size, FRONT_PAD, 6.5)
 
 
 def _summary(flow: Flow, context: dict) -> None:
