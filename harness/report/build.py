@@ -18,6 +18,7 @@ from harness.report import (
     html,
     pdf,
     predictive,
+    problem_tables,
     reproduction,
     rule_check,
     scaling_section,
@@ -33,6 +34,7 @@ from harness.report.style import fmt
 
 HTML_NAME = "report.html"
 PDF_NAME = "report.pdf"
+APPENDIX_NAME = "report-appendix.pdf"
 
 
 def _facts(data: ReportData, problem: str) -> list[tuple[str, str]]:
@@ -139,15 +141,16 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
             "facts": _facts(data, name),
             "figure_specs": specs,
             "figures": [html.figure_context(f, svgs[f.key]) for f in specs],
-            "tables": [t for t in (tables.problem_table(data, palette, name),
-                                   tables.setup_table(data, palette, name)) if t],
+            "summary_figures": specs[:1],      # its error against CPU time, in the summary
+            "summary_keys": [f.key for f in specs[:1]],
+            "tables": [t for t in (problem_tables.results_table(data, palette, name),) if t],
             "spread": tables.spread_table(data, palette, name),
         })
     cross = [f for f in figure_specs if not f.section]
     paper = [t for t in (
-        *tables.n_by_budget_tables(data, palette, "mape_percent"),
-        *tables.problem_by_budget_tables(data, palette, "mae"),
-        *tables.problem_by_budget_tables(data, palette, "mape_percent"),
+        *problem_tables.n_grid(data, palette, "mape_percent"),
+        problem_tables.problem_grid(data, palette, "mae"),
+        problem_tables.problem_grid(data, palette, "mape_percent"),
         tables.problem_by_method_table(data, palette),
         tables.consensus_table(data),
         predictive.predictive_table(data, palette),
@@ -155,6 +158,7 @@ def context_for(data: ReportData, figure_specs, svgs: dict[str, bytes]) -> dict:
     sweep_name = meta.get("sweep_name") or (meta.get("sweep") or {}).get("name") or ""
     return {
         "title": "GPC benchmark report" + (f": {sweep_name}" if sweep_name else ""),
+        "appendix_pdf": "",                                    # build_report names it
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "store_path": data.store_path, "version": __version__,
         "problems": problems, "n_methods": len(data.methods), "n_jobs": n_jobs, "n_ok": n_ok,
@@ -192,6 +196,26 @@ def sweep_files(meta: dict) -> list[tuple[str, str]]:
     return [(str(meta.get("sweep_path") or ""), str(text))] if text else []
 
 
+def _figures(data: ReportData) -> tuple[dict, list]:
+    """Every figure of the report, drawn with progress (a problem at a time, then cost against
+    N, tuning and the calibration), and those three sections by name."""
+    problems = [p for p in data.problems if (data.jobs["problem"] == p).any()]
+    with phase("drawing the figures", total=len(problems) + 3):
+        specs = []
+        for problem in problems:
+            specs += figs.problem_figures(data, problem, data.palette)
+            advance()
+        scale = scaling_section.sections(data, data.palette)
+        advance()
+        tune = tuning_section.sections(data, data.palette)
+        advance()
+        cal = calibration_section.section(data, data.palette)
+        advance()
+    parts = {"scale": scale, "tuning": tune, "calibration": cal}
+    specs += [f for s in scale for f in s.figures] + [f for s in tune for f in s.figures]
+    return parts, specs + (cal.figures if cal is not None else [])
+
+
 def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool = True,
                  csv: bool = True) -> dict[str, Path]:
     """Read a results store and write report.html (self-contained), report.pdf and CSVs.
@@ -207,31 +231,28 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
     # every figure stays open until both the HTML and the PDF have it: silence matplotlib's
     # warning about more than 20 open figures (they are all closed below)
     with matplotlib.rc_context({"figure.max_open_warning": 0}), phase("building the report"):
-        specs = figs.all_figures(data, data.palette)
-        scale_sections = scaling_section.sections(data, data.palette)
-        specs += [f for s in scale_sections for f in s.figures]
-        tune_sections = tuning_section.sections(data, data.palette)
-        specs += [f for s in tune_sections for f in s.figures]
-        calibration_sec = calibration_section.section(data, data.palette)
-        specs += calibration_sec.figures if calibration_sec is not None else []
+        parts, specs = _figures(data)
         try:
             svgs = {}
             with phase("rendering the figures", total=len(specs)):
                 for f in specs:
                     svgs[f.key] = f.to_bytes("svg")
                     advance()
-            context = context_for(data, specs, svgs)
-            context["scale"] = scaling_section.context(scale_sections, svgs)
-            context["tuning"] = tuning_section.context(tune_sections, svgs)
-            context["calibration"] = calibration_section.context(calibration_sec, svgs)
-            context["verdict"] = verdict_section.section(
-                data, data.palette, calibration_sec.calibration if calibration_sec else None)
-            written: dict[str, Path] = {}
-            written["html"] = out / HTML_NAME
-            written["html"].write_text(html.render(context), encoding="utf-8")
+            with phase("writing the HTML"):
+                context = context_for(data, specs, svgs)
+                context["appendix_pdf"] = APPENDIX_NAME if pdf_file else ""
+                for key, part in (("scale", scaling_section), ("tuning", tuning_section)):
+                    context[key] = part.context(parts[key], svgs)
+                calibration_sec = parts["calibration"]
+                context["calibration"] = calibration_section.context(calibration_sec, svgs)
+                context["verdict"] = verdict_section.section(
+                    data, data.palette, calibration_sec.calibration if calibration_sec else None)
+                written: dict[str, Path] = {}
+                written["html"] = out / HTML_NAME
+                written["html"].write_text(html.render(context), encoding="utf-8")
             if pdf_file:
-                with phase("writing the PDF"):
-                    written["pdf"] = pdf.write_pdf(out / PDF_NAME, context, specs)
+                written["pdf"] = pdf.write_pdf(out / PDF_NAME, context, APPENDIX_NAME)
+                written["appendix_pdf"] = pdf.write_appendix(out / APPENDIX_NAME, context)
         finally:
             figs.close(specs)
     if csv:

@@ -297,20 +297,20 @@ def _slug(text: str) -> str:
     return out.strip("-")[:80] or "x"
 
 
+def problem_figures(data: ReportData, problem: str,
+                    palette: Palette | None = None) -> list[FigureSpec]:
+    """A problem's figures: error against CPU time (the summary's), against budget, cost."""
+    palette = palette_of(data, palette)
+    with style_context():
+        specs = [make(data, problem, palette) for make in (time_error, error_budget, cpu_budget)]
+    return [s for s in specs if s is not None]
+
+
 def all_figures(data: ReportData, palette: Palette | None = None) -> list[FigureSpec]:
     """Every per-problem figure of the report, in reading order (the cost against N of a family
     of problems is harness.report.scaling_figures)."""
-    palette = palette_of(data, palette)
-    specs: list[FigureSpec] = []
-    with style_context():
-        for problem in data.problems:
-            if not (data.jobs["problem"] == problem).any():
-                continue
-            for make in (time_error, error_budget, cpu_budget):
-                spec = make(data, problem, palette)
-                if spec is not None:
-                    specs.append(spec)
-    return specs
+    return [spec for problem in data.problems if (data.jobs["problem"] == problem).any()
+            for spec in problem_figures(data, problem, palette)]
 
 
 def close(specs: list[FigureSpec]) -> None:

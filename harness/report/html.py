@@ -8,7 +8,9 @@ import re
 from importlib.resources import files
 
 import jinja2
+from markupsafe import Markup, escape
 
+from harness.report import dashes
 from harness.report.figures import FigureSpec
 from harness.report.tables import Table
 
@@ -23,7 +25,19 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["anchor"] = anchor
+    env.filters["breakable"] = breakable
+    env.filters["legend"] = dashes.legend
     return env
+
+
+BREAK_AFTER = re.compile(r"([,:;/\]\)])(?=\S)")
+
+
+def breakable(text: str) -> Markup:
+    """The text escaped, with a line-break opportunity (<wbr>) after each comma, colon, '/' or
+    closing bracket followed by more text: a long spec wraps at its parameters
+    instead of running into the next column."""
+    return Markup(BREAK_AFTER.sub(r"\1<wbr>", str(escape(text))))
 
 
 def figure_context(spec: FigureSpec, svg: bytes) -> dict:

@@ -1,4 +1,5 @@
-"""The PDF: the same figures and tables as the HTML, through matplotlib's PdfPages.
+"""The PDFs: the same figures and tables as the HTML, through matplotlib's PdfPages: a summary
+(report.pdf: the verdict, the calibration, one figure per problem) and an appendix with the rest.
 
 A4 landscape. Text and tables flow down the page and continue on the next one (a table's
 header is repeated); each figure gets a page of its own with its caption. A new part (a
@@ -13,7 +14,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.core.progress import advance, phase
 from harness.report import (
+    dashes,
     pdf_tables,
     style,  # noqa: F401  (Agg backend)
 )
@@ -111,16 +114,16 @@ class Flow:
             if part is not table:
                 self.text(part.title, size=9, color=MUTED, weight="bold")
             self._rows(part, lay)
-        if table.caption:
-            self.text(table.caption, size=caption_size, color=MUTED, gap=0.18)
+        if dashes.legend(table):
+            self.text(dashes.legend(table), size=caption_size, color=MUTED, gap=0.18)
         else:
             self.y += 0.12
 
     def table_height(self, table: Table, max_size: float = 8.0, pad: float = 0.55,
                      caption_size: float = 7.5) -> float:
         """The height `table` takes (inches) if it fits on one page."""
-        height = (self.text_height(table.caption, caption_size, 0.18) if table.caption
-                  else 0.12)
+        legend = dashes.legend(table)
+        height = self.text_height(legend, caption_size, 0.18) if legend else 0.12
         for part, lay in pdf_tables.fit(table, PAGE[0] - 2 * MARGIN, max_size, pad):
             height += 0.04 + sum(lay.height(r) for r in [lay.header, *lay.body])
             height += self.text_height(part.title, 9) if part is not table else 0
@@ -197,7 +200,8 @@ class Flow:
 
 
 def _section(flow: Flow, s: dict, size: float) -> None:
-    """One section (a problem's, or a problem's tuning): facts, tables, then figures."""
+    """One section (a problem's, or a problem's tuning): facts, tables, then figures (a
+    problem's figure of the summary is not repeated)."""
     flow.heading(s.get("title", s["name"]), size=size)
     if s.get("title", s["name"]) != s["name"]:
         flow.text(s["name"], size=8, color=MUTED, gap=0.1)
@@ -207,8 +211,10 @@ def _section(flow: Flow, s: dict, size: float) -> None:
     for t in s["tables"]:
         flow.heading(t.title, size=11)
         flow.table(t)
+    shown = {f.key for f in s.get("summary_figures", [])}
     for spec in s["figure_specs"]:
-        flow.figure(spec)
+        if spec.key not in shown:
+            flow.figure(spec)
 
 
 def _sections(flow: Flow, sections: list[dict], title: str) -> None:
@@ -224,10 +230,9 @@ def _sections(flow: Flow, sections: list[dict], title: str) -> None:
 
 
 def _calibration(flow: Flow, cal: dict | None) -> None:
-    """The calibration section: heading, text and table, and its figure, then the reliability
-    rule's table. After a page that is less than half full the text comes first (the figure's
-    page would leave that page short); otherwise the figure comes first and the text starts the
-    page the rest of the report continues."""
+    """The calibration section: heading, text and table, and its figure (the reliability
+    rule's table is in the appendix). After a page that is less than half full the text comes
+    first (the figure's page would leave that page short); otherwise the figure comes first."""
     if not cal:
         return
 
@@ -252,9 +257,6 @@ def _calibration(flow: Flow, cal: dict | None) -> None:
         for spec in cal["figure_specs"]:
             flow.figure(spec)
         text()
-    if cal["rule_table"]:        # after the figure: the rest of the report continues from it
-        flow.heading("Does the reliability rule catch the misses?", size=12)
-        flow.table(cal["rule_table"])
 
 
 FRONT_SIZES = (7.5, 7.0, 6.5, 6.0, 5.5, 5.0, pdf_tables.MIN_SIZE)   # page one's table fonts
@@ -326,8 +328,8 @@ def _front(flow: Flow, context: dict) -> None:
     flow.table(approx, size, FRONT_PAD, 6.5)
 
 
-def _summary(flow: Flow, context: dict) -> None:
-    """The appendix's first part: notes, methods and the best method at equal CPU time."""
+def _notes(flow: Flow, context: dict) -> None:
+    """The report's notes and how to read its errors."""
     for note in context["notes"]:
         flow.text(note, size=9)
     flow.text("Errors are means over successful replicates with standard errors in "
@@ -335,6 +337,35 @@ def _summary(flow: Flow, context: dict) -> None:
               "compared with (a reference truth, or the consensus) is shown as 'at "
               "reference precision' / 'at consensus precision'.", size=8.5, color=MUTED,
               gap=0.15)
+
+
+def _overview(flow: Flow, context: dict, appendix: str) -> None:
+    """The summary after page one: where the rest is, the calibration, one figure per problem
+    (its error against CPU time)."""
+    flow.new_page()
+    flow.heading("Summary", size=16)
+    flow.text(f"This PDF is the summary: the verdict, the leaderboard, the calibration of the "
+              f"standard errors and one figure per problem. Everything else (per problem its "
+              f"facts, results table and further figures, the paper's tables, unreliable and "
+              f"failed jobs, the environment and the sweep file) is in {appendix} beside it, "
+              f"and all of it in report.html.", size=9.5, gap=0.15)
+    _notes(flow, context)
+    _calibration(flow, context.get("calibration"))
+    advance()
+    for p in context["problems"]:
+        for spec in p["summary_figures"]:
+            flow.figure(spec)
+        advance()
+
+
+def _appendix_intro(flow: Flow, context: dict) -> None:
+    """The appendix's first part: title, notes, methods and the best-method table."""
+    flow.text(f"Appendix: {context['title']}", size=16, weight="bold", gap=0.05)
+    flow.text(f"Generated {context['generated']} from {context['store_path']} · gpc-harness "
+              f"{context['version']}. The summary (verdict, leaderboard, calibration, one "
+              "figure per problem) is report.pdf.", size=8.5, color=MUTED, gap=0.15)
+    flow.text(_status(context), size=10, weight="bold", gap=0.1)
+    _notes(flow, context)
     if context.get("reproduction"):
         flow.heading("Reproduction of the paper", size=15)
         for t in context["reproduction"]:
@@ -349,65 +380,102 @@ def _summary(flow: Flow, context: dict) -> None:
         flow.table(context["best_table"])
 
 
-def write_pdf(path: Path, context: dict, figure_specs: list[FigureSpec]) -> Path:
-    """Page one (`_front`: the verdict), then the appendix: the summary and the best-method
-    table, per problem its facts, tables and figures, the cross-problem figures and tables,
-    calibration, failed jobs, environment and sweep file."""
-    titles = {p["name"]: p["title"] for p in context["problems"]}
-    with style_context(), PdfPages(path) as pdf:
-        flow = Flow(pdf, titles)
-        _front(flow, context)
-        flow.new_page()
-        flow.heading("Appendix: details", size=16)
-        _summary(flow, context)
-        for p in context["problems"]:
-            flow.section_break()
-            _section(flow, p, 15)
-        _sections(flow, context.get("scale", []), "Cost against N")
-        _sections(flow, context["tuning"], "Hyperparameter tuning")
-        if context["cross_figure_specs"] or context["paper_tables"]:
-            flow.section_break()
-            flow.heading("Across problems", size=15)
-            for t in context["paper_tables"]:
-                flow.heading(t.title, size=11)
-                flow.table(t)
-            for spec in context["cross_figure_specs"]:
-                flow.figure(spec)
-        _calibration(flow, context.get("calibration"))
+def _pages(flow: Flow, context: dict, with_figures: bool = True) -> None:
+    """Per problem facts, its table and its further figures; cost against N, tuning, the
+    cross-problem tables and figures, the reliability rule, failures, environment, sweep."""
+    for p in context["problems"]:
         flow.section_break()
-        if context.get("n_unreliable"):
-            flow.heading("Unreliable estimates", size=15)
-            flow.table(context["unreliable_table"])
-        flow.heading("Failed jobs", size=15)
-        if context["n_bad"]:
-            flow.table(context["failures_table"])
-        elif context.get("n_unreliable"):
-            flow.text("None.")
-        else:
-            flow.text(f"None: all {context['n_jobs']} jobs succeeded." if context["n_jobs"]
-                      else "No estimate jobs." if context["n_tune_jobs"] else "No jobs yet.")
-        if context["n_bad"] or context.get("n_unreliable"):
-            flow.heading("Jobs by status", size=11)
-            flow.table(context["status_table"])
-        if context["tune_failures"].rows:
-            flow.heading(context["tune_failures"].title, size=11)
-            flow.table(context["tune_failures"])
-        flow.heading("Environment", size=15)
-        if context["environment"]:
-            for k, v in context["environment"]:
-                flow.text(f"{k}: {v}", size=8.5, gap=0.01)
-        else:
-            flow.text("The store records no environment.", color=MUTED)
-        for name, text in context["sweep_files"]:
-            flow.section_break()
-            flow.heading(f"Sweep file{': ' + name if name else ''}", size=15)
-            flow.text(text, size=7.5, mono=True, width=150)
-        if not context["sweep_files"]:
-            flow.heading("Sweep file", size=15)
-            flow.text("The store records no sweep file.", color=MUTED)
+        _section(flow, p, 15)
+        advance()
+    _sections(flow, context.get("scale", []), "Cost against N")
+    _sections(flow, context["tuning"], "Hyperparameter tuning")
+    advance()
+    if context["cross_figure_specs"] or context["paper_tables"]:
+        flow.section_break()
+        flow.heading("Across problems", size=15)
+        for t in context["paper_tables"]:
+            flow.heading(t.title, size=11)
+            flow.table(t)
+        for spec in context["cross_figure_specs"]:
+            flow.figure(spec)
+    cal = context.get("calibration")
+    if cal and cal["rule_table"]:
+        flow.section_break()
+        flow.heading("Does the reliability rule catch the misses?", size=15)
+        flow.table(cal["rule_table"])
+    advance()
+    _jobs(flow, context)
+    advance()
+    flow.heading("Environment", size=15)
+    if context["environment"]:
+        for k, v in context["environment"]:
+            flow.text(f"{k}: {v}", size=8.5, gap=0.01)
+    else:
+        flow.text("The store records no environment.", color=MUTED)
+    for name, text in context["sweep_files"]:
+        flow.section_break()
+        flow.heading(f"Sweep file{': ' + name if name else ''}", size=15)
+        flow.text(text, size=7.5, mono=True, width=150)
+    if not context["sweep_files"]:
+        flow.heading("Sweep file", size=15)
+        flow.text("The store records no sweep file.", color=MUTED)
+
+
+def _jobs(flow: Flow, context: dict) -> None:
+    """Unreliable estimates, failed jobs, jobs by status and failed tuning jobs."""
+    flow.section_break()
+    if context.get("n_unreliable"):
+        flow.heading("Unreliable estimates", size=15)
+        flow.table(context["unreliable_table"])
+    flow.heading("Failed jobs", size=15)
+    if context["n_bad"]:
+        flow.table(context["failures_table"])
+    elif context.get("n_unreliable"):
+        flow.text("None.")
+    else:
+        flow.text(f"None: all {context['n_jobs']} jobs succeeded." if context["n_jobs"]
+                  else "No estimate jobs." if context["n_tune_jobs"] else "No jobs yet.")
+    if context["n_bad"] or context.get("n_unreliable"):
+        flow.heading("Jobs by status", size=11)
+        flow.table(context["status_table"])
+    if context["tune_failures"].rows:
+        flow.heading(context["tune_failures"].title, size=11)
+        flow.table(context["tune_failures"])
+
+
+def _pdf(path: Path, context: dict, fill, title: str, parts: int) -> Path:
+    """A PDF at `path`, its pages from fill(flow) (which advances `parts` times: progress), its
+    metadata titled `title`."""
+    titles = {p["name"]: p["title"] for p in context["problems"]}
+    with phase(f"writing {path.name}", total=parts), style_context(), PdfPages(path) as pdf:
+        flow = Flow(pdf, titles)
+        fill(flow)
         flow.close()
         info = pdf.infodict()
-        info["Title"] = context["title"]
+        info["Title"] = title
         info["Creator"] = "gpc-harness report"
         info["CreationDate"] = datetime.now(UTC)
     return path
+
+
+def write_pdf(path: Path, context: dict, appendix: str = "report-appendix.pdf") -> Path:
+    """The summary: page one (`_front`: the verdict, the leaderboard), then the calibration
+    and one figure per problem; the rest is in the appendix (`write_appendix`)."""
+    def fill(flow: Flow) -> None:
+        _front(flow, context)
+        advance()
+        _overview(flow, context, appendix)
+    return _pdf(path, context, fill, context["title"], 2 + len(context["problems"]))
+
+
+def write_appendix(path: Path, context: dict) -> Path:
+    """The appendix: notes, methods, the best-method table; per problem its facts, table and
+    further figures; cost against N, tuning, across problems, the reliability rule, failed
+    jobs, environment and sweep file."""
+    def fill(flow: Flow) -> None:
+        _appendix_intro(flow, context)
+        advance()
+        _pages(flow, context)
+        advance()
+    return _pdf(path, context, fill, f"Appendix: {context['title']}",
+                len(context["problems"]) + 5)

@@ -8,7 +8,7 @@ first column (`fit`), so that no column is ever cut off at the page's edge.
 
 from __future__ import annotations
 
-import textwrap
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -27,17 +27,52 @@ SWATCH = "   "         # room left for a swatch before a method's name
 INK, BAD, FLOOR = "#1d2329", "#b3261e", "#6b7280"
 
 
+BREAK_AFTER = re.compile(r"(?<=[,:;/\])])(?=\S)")   # where a long word may break
+
+
+def _pieces(word: str, width: int) -> list[str]:
+    """A word longer than `width` split after its commas, colons, slashes and closing brackets
+    (a spec at its parameters), any piece still too long at `width`; else the word."""
+    if len(word) <= width:
+        return [word]
+    return [p[i:i + width] for p in BREAK_AFTER.split(word) for i in range(0, len(p), width)]
+
+
 def wrap(text: str, width: int) -> str:
-    """Each line of `text` wrapped at `width` characters."""
-    return "\n".join("\n".join(textwrap.wrap(line, width)) if len(line) > width else line
-                     for line in text.split("\n"))
+    """Each line of `text` wrapped at `width` characters: at spaces, and inside a longer word
+    after its punctuation (`_pieces`), so a long spec wraps within its column."""
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        current = ""
+        for piece, spaced in _joined(line, width):
+            glue = " " if spaced and current else ""
+            if current and len(current) + len(glue) + len(piece) > width:
+                lines.append(current)
+                current, glue = "", ""
+            current += glue + piece
+        lines.append(current)
+    return "\n".join(lines)
+
+
+def _joined(line: str, width: int) -> list[tuple[str, bool]]:
+    """(piece, whether a space precedes it) of a line, in order."""
+    out = []
+    for k, word in enumerate(line.split(" ")):
+        for j, piece in enumerate(_pieces(word, width)):
+            out.append((piece, k > 0 and j == 0))
+    return out
 
 
 def cell_text(table: Table, cell: Cell) -> str:
-    """What the PDF shows: the text (after room for a swatch), and the secondary text on lines
-    of its own in a table that wraps."""
+    """What the PDF shows: the text (after room for a swatch), and the secondary text (an SE,
+    statuses) after it, or on lines of its own in a table that wraps."""
     text = (SWATCH if cell.colour else "") + cell.text
-    return f"{text}\n{cell.sub}" if table.wrap and cell.sub else text
+    if not cell.sub:
+        return text
+    return f"{text}\n{cell.sub}" if table.wrap else f"{text} {cell.sub}"
 
 
 @dataclass

@@ -229,8 +229,8 @@ def test_palette_is_fixed_per_label():
     assert p1.colour("a") == p2.colour("a") != p1.colour("b")
     assert p1.linestyle("c") == "--" and p1.linestyle("a") == "-"
     assert p1.legend_label("c") == "c (approx.)"
-    many = Palette([f"m{i}" for i in range(14)])
-    assert len({many.colour(f"m{i}") for i in range(14)}) == 14
+    many = Palette([f"m{i}" for i in range(14)])     # told apart by colour and marker
+    assert len({(many.colour(f"m{i}"), many.marker(f"m{i}")) for i in range(14)}) == 14
 
 
 def test_number_formats():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from html import unescape
 
 import numpy as np
 import pytest
@@ -53,10 +54,12 @@ def report(tmp_path_factory):
         store.add_record(failed)
     out = root / "out"
     pages = []   # (width, height, fill) of every PDF page, in order
+    files = {}   # id of the PdfPages -> its pages, in order (the summary's first)
     save = PdfPages.savefig
 
     def spy(self, figure=None, **kwargs):
         pages.append((*figure.get_size_inches(), page_fill(figure)))
+        files.setdefault(id(self), []).append(pages[-1])
         return save(self, figure, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
@@ -64,7 +67,7 @@ def report(tmp_path_factory):
         assert main(["report", "--store", str(store_path), "--out", str(out)]) == 0
     html = (out / "report.html").read_text(encoding="utf-8")
     return {"root": root, "out": out, "html": html, "methods": [m.label() for m in methods],
-            "pages": pages}
+            "pages": pages, "files": list(files.values())}
 
 
 def test_html_is_self_contained(report):
@@ -82,23 +85,26 @@ def test_html_is_self_contained(report):
 
 def test_written_files(report):
     out = report["out"]
-    for name in ("report.html", "report.pdf", "cells.csv", "jobs.csv"):
+    for name in ("report.html", "report.pdf", "report-appendix.pdf", "cells.csv", "jobs.csv"):
         assert (out / name).stat().st_size > 500, name
     assert (out / "report.pdf").read_bytes().startswith(b"%PDF")
     assert "timeout" in (out / "jobs.csv").read_text()
 
 
 def test_pdf_has_no_near_empty_pages(report):
-    """Short tables share pages: every page but the first (the verdict, a page of its own) and
-    the last is filled at least to half its height (figures have pages of their own, sized to
-    the figure)."""
-    pages = report["pages"]
-    assert len(pages) >= 3
-    for i, (_, _, fill) in enumerate(pages[1:-1], 2):
-        assert fill >= 0.5, f"page {i} of {len(pages)} is filled to {fill:.0%}: {pages}"
-    assert sum((round(w, 2), round(h, 2)) == PAGE for w, h, _ in pages) >= 2   # A4 text pages
-    n_pages = len(re.findall(rb"/Type\s*/Page\b", (report["out"] / "report.pdf").read_bytes()))
-    assert n_pages == len(pages)
+    """Short tables share pages: in the appendix every page but the last is filled at least to
+    half its height, and the summary is page one (the verdict), one page of text (the
+    calibration) and figures (pages of their own, sized to the figure)."""
+    summary, appendix = report["files"]
+    for i, (_, _, fill) in enumerate(appendix[:-1], 1):
+        assert fill >= 0.5, f"appendix page {i} of {len(appendix)} is filled to {fill:.0%}"
+    text = [(round(w, 2), round(h, 2)) == PAGE for w, h, _ in summary]
+    assert text[:2] == [True, True] and text == sorted(text, reverse=True)   # then figures
+    assert len(text) - sum(text) == 3       # the calibration's and one per problem
+    assert sum((round(w, 2), round(h, 2)) == PAGE for w, h, _ in appendix) >= 2   # A4 text
+    for name, pages in (("report.pdf", summary), ("report-appendix.pdf", appendix)):
+        data = (report["out"] / name).read_bytes()
+        assert len(re.findall(rb"/Type\s*/Page\b", data)) == len(pages)
 
 
 def _chromium():
@@ -167,24 +173,29 @@ def test_pdf_first_page_renders(report, tmp_path):
         info = subprocess.run(["pdfinfo", str(report["out"] / "report.pdf")],
                               capture_output=True, text=True).stdout
         n_pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
-        assert n_pages >= 5            # summary, problem, 3 figures, failures, environment
+        assert 5 <= n_pages <= 6     # verdict, calibration, its figure, one figure per problem
 
 
 # ---- page one: the verdict ------------------------------------------------------------------
 def test_html_opens_with_the_verdict_and_collapses_the_rest(report):
+    """The summary first (verdict, leaderboard, calibration, one figure per problem), then the
+    appendix in collapsed parts, its PDF linked."""
     html = report["html"]
     front, rest = html.split('<h2 id="details">', 1)
-    for needle in ("Verdict: the cheapest method to each accuracy target",
-                   "Leaderboard across problems", "Error bars to believe",
+    for needle in ("Verdict: the cheapest", "Leaderboard across problems",
+                   "Error bars to believe", "Calibration of the standard errors",
                    "one-factor, N = 30, hard (|d| ∈ [0.95, 0.999], random signs)"):
         assert needle in front, needle
-    assert "<details" not in front and "<figure" not in front
+    assert "<details" not in front
+    assert front.count("<figure") == 3      # the calibration's and one per problem
+    assert rest.count("<figure") == 4       # the problems' further figures
+    assert '<a href="report-appendix.pdf">' in html
     parts = re.findall(r'<details class="part" id="([^"]+)">', rest)
     assert parts[0] == "summary" and "failures" in parts and "environment" in parts
-    assert rest.count("<figure") == 7      # 3 per problem and the calibration's, all below
     assert "laplace (approx.)" in front     # an approximation is marked where it wins
     assert re.search(r"<summary>one-factor, N = 30, hard \(.*\) <small>onefactor:dmax=0\.999",
                      html)
+    assert "onefactor:<wbr>dmax=0.999,<wbr>dmin=0.95," in html   # a long spec wraps
 
 
 MEASURE = """<script>
@@ -234,13 +245,25 @@ def _pdf_text(path, first, last):
 
 def test_pdf_page_one_is_the_verdict_and_the_appendix_follows(report, tmp_path):
     pdf = report["out"] / "report.pdf"
-    one, two = _pdf_text(pdf, 1, 1), _pdf_text(pdf, 2, 2)
-    for needle in ("Verdict: the cheapest method to each accuracy target",
-                   "Leaderboard across problems", "Error bars to believe",
+    one, two = _pdf_text(pdf, 1, 1), _pdf_text(pdf, 2, 3)
+    for needle in ("Verdict: the cheapest", "Leaderboard across problems",
                    "one-factor, N = 30, hard"):
         assert needle in re.sub(r"\s+", " ", one), needle
-    assert "(continued)" not in two and two.lstrip().startswith("Appendix: details")
+    assert "report-appendix.pdf" in re.sub(r"\s+", " ", two)     # the summary names it
+    appendix = _pdf_text(report["out"] / "report-appendix.pdf", 1, 1)
+    assert appendix.lstrip().startswith("Appendix: GPC benchmark report")
     if shutil.which("pdftoppm"):
         res = subprocess.run(["pdftoppm", "-png", "-r", "50", "-f", "1", "-l", "1", str(pdf),
                               str(tmp_path / "p")], capture_output=True, text=True, timeout=60)
         assert res.returncode == 0 and list(tmp_path.glob("p*.png"))
+
+
+def test_every_dash_is_explained(report):
+    """A table with a '—' cell says under it what '—' means there."""
+    html = report["html"]
+    tables = re.findall(r'(<table id="[^"]*">.*?</table></div>\n(?:<div class="caption">.*?'
+                        r'</div>)?)', html, re.S)
+    assert len(tables) >= 5
+    dashed = [t for t in tables if re.search(r">—(</td>| <small)", t)]
+    for t in dashed:
+        assert "'—': " in unescape(t), t[:200]
