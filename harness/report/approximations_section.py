@@ -25,7 +25,7 @@ CAPTION = (
     "the cheapest exact method (any budget) whose mean error is as small, and its cost over "
     "the approximation's (×1: equal cost, ×0.5: half), or 'none' with the exact methods' "
     "closest; an error below the comparison's precision is shown as '< floor', and the exact "
-    "methods are held to that floor.")
+    "methods are held to that floor. '—': the approximation did not run on this problem.")
 
 
 def _error(m: Measured, unit: str) -> str:

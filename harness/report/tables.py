@@ -141,7 +141,8 @@ def best_table(data: ReportData, palette, problems=None) -> Table:
                          "ok run, set-up included), its mean error there, the runner-up and "
                          "the ratio of their costs, and how many of the exact methods that ran "
                          "reached it. Approximations never compete (see 'Approximations "
-                         "against the exact answer').")
+                         "against the exact answer'). '—': no exact method reached the target, "
+                         "or only one did (no runner-up).")
 
 
 # ---- per problem ------------------------------------------------------------------------

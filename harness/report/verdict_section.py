@@ -35,14 +35,16 @@ CAPTION = (
     "test probabilities ≤ 1e-2 and ≤ 1e-3; errors against the exact or reference truth, else "
     "the consensus of the exact methods. Only ok runs count, and a budget counts only when at "
     "least half its jobs are ok. Approximations never compete (no error bars to guarantee a "
-    "target): their errors are in 'Approximations against the exact answer'.")
+    "target): their errors are in 'Approximations against the exact answer'. '—': no exact "
+    "method has this error measured on the problem (the cell says why).")
 BOARD_CAPTION = (
     "Exact methods ranked over every problem × target that some method reached: 1 for the "
     "cheapest there, the next rank shared by the methods that ran but did not reach it. 'cost "
     "vs cheapest': geometric mean of the method's cost over the winner's where it reached the "
     "target. Every other method of the store is listed below them with why it has no rank. "
     f"Error bars: from 'Calibration of the standard errors' (ok runs; share of |z| > {TAIL:g}); "
-    "'too small' means the runs miss the truth by more than 3 SEs too often to believe.")
+    "'too small' means the runs miss the truth by more than 3 SEs too often to believe. "
+    "'—': no rank or no value (the last column says why).")
 
 
 @dataclass
