@@ -33,7 +33,7 @@ class VecchiaSir(OrthantMethod, Method):
                "m nearest earlier neighbours, O(N m) per particle; estimates P(v >= 0) under "
                "the approximated covariance, not the exact Z")
     budget_unit = "particles"
-    tags = Tags(exact=False)   # Z of the approximated covariance R̃
+    tags = Tags(exact=False, closer_with=("m", "ordering"))   # Z of the approximated R̃
     constraints = {"m": NEIGHBOURS, "ordering": OneOf(*ORDERINGS), **RESAMPLING,
                    "randomisations": RANDOMISATIONS, "chunk_mb": CHUNK_MB}
 

@@ -31,7 +31,7 @@ class VecchiaSov(OrthantMethod, Method):
                "nearest earlier neighbours, O(N m) per sample; estimates P(v >= 0) under the "
                "approximated covariance, not the exact Z")
     budget_unit = "qmc points"
-    tags = Tags(exact=False)   # Z of the approximated covariance R̃
+    tags = Tags(exact=False, closer_with=("m", "ordering"))   # Z of the approximated R̃
     constraints = {"m": NEIGHBOURS, "ordering": OneOf(*ORDERINGS), "points": POINTS,
                    "randomisations": RANDOMISATIONS, "chunk_mb": CHUNK_MB}
 

@@ -7,7 +7,9 @@ the report's `jobs.csv` all come from `job_rows`: each job's plain record flatte
 exact methods, docs/math.md §10) in place of the runner's, and the scores against held-out
 labels (accuracy, log_loss, brier) where the problem has them. Field names are those of `run
 --json` (log_marginal_likelihood, test_probabilities, abs_log_error, mae, ...), plus the
-report's mae_post, mae_med, med_abs_log_error and med_mape_percent.
+report's mae_post, mae_med, med_abs_log_error and med_mape_percent. `approximation` (beside
+`status`) is true for a method whose estimand is not the model's exact quantity (Laplace, EP,
+VB, the Vecchia methods), with its estimated approximation_error where it states one.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from harness.analysis.aggregate import METRICS, PREDICTIVE, ReportData, load
 RENAMED = {"log_z": "log_marginal_likelihood", "log_z_se": "log_marginal_likelihood_se",
            "probabilities": "test_probabilities"}
 FIRST = ("job_id", "sweep", "problem", "problem_spec", "family", "method", "method_name",
-         "exact_method", "budget", "budget_unit", "replicate", "seed", "status", "reason",
-         "log_marginal_likelihood", "log_marginal_likelihood_se", "truth_kind",
+         "exact_method", "budget", "budget_unit", "replicate", "seed", "status", "approximation",
+         "reason", "log_marginal_likelihood", "log_marginal_likelihood_se",
+         "approximation_error", "truth_kind",
          "true_log_marginal_likelihood", *METRICS, *PREDICTIVE, "cpu_seconds",
          "process_cpu_seconds", "wall_seconds", "threads", "job_wall_seconds", "setup_cpu_seconds",
          "setup_wall_seconds", "setup_cached", "peak_memory_mb", "n_train", "n_test",
@@ -65,6 +68,8 @@ def job_rows(data: ReportData, tune_records: bool = False
         row = flatten(record)
         row.update(_truth(data.problems.get(job["problem"], {})))
         row.update({RENAMED.get(k, k): v for k, v in job.items()})
+        if "exact_method" in row:   # records stored before the field existed too
+            row["approximation"] = not row["exact_method"]
         rows.append(row)
     if tune_records:
         rows += [flatten(r) for r in data.tune_records]

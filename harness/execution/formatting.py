@@ -41,12 +41,32 @@ def wrapped(head: str, items: list[str], width: int = 100, indent: str = "    ",
 
 
 def error_in_se(r: dict) -> float | None:
-    """|log Ẑ - log Z| in standard errors: the estimate's and the reference's combined."""
+    """|log Ẑ - log Z| in standard errors: the estimate's (with its stated approximation
+    error, for an approximation that states one) and the reference's combined."""
     se = r.get("log_marginal_likelihood_se")
     if r.get("abs_log_error") is None or se is None:
         return None
-    combined = math.hypot(se, r.get("true_log_marginal_likelihood_se") or 0.0)
+    combined = math.hypot(se, r.get("approximation_error") or 0.0,
+                          r.get("true_log_marginal_likelihood_se") or 0.0)
     return r["abs_log_error"] / combined if combined > 0 else None
+
+
+def off_line(r: dict, z: float) -> str:
+    """Why an answer is more than OFF_BY standard errors from the truth, and what would help:
+    for an exact method the diagnostics, another seed or a larger budget; for an approximation
+    its approximation, which no budget removes, and the settings that reduce it (the record's
+    closer_with) or an exact method."""
+    against = "the reference" if r.get("truth_kind") == "reference" else "the truth"
+    head = f"the estimate is {z:.2g} standard errors from {against}, more than {OFF_BY:g}: "
+    if not r.get("approximation"):
+        return head + ("its SE does not cover its error (a biased or degenerate estimate, or a "
+                       "rare run): see the diagnostics, try another seed or a larger budget")
+    closer = r.get("closer_with") or []
+    return head + (f"{r['method_name']} is an approximation, and its error is the "
+                   f"approximation's, which no budget removes: "
+                   + (f"change {' or '.join(closer)} (e.g. a larger {closer[0]}) to bring it "
+                      f"closer, or use an exact method" if closer else
+                      "no setting removes it; for this accuracy use an exact method"))
 
 
 def format_record(r: dict, verbose: bool = False) -> str:
@@ -59,8 +79,14 @@ def format_record(r: dict, verbose: bool = False) -> str:
              f"budget {r['budget']} {r['budget_unit']}, seed {r['seed']}"]
     if r.get("kernel"):
         lines.append(f"  kernel: {describe_kernel(r['kernel'])}")
+    approx = bool(r.get("approximation"))
     if r["status"] != "ok":
-        lines.append(f"  status: {r['status']}: {r['reason']}")
+        lines.append(f"  status: {r['status']}{' (approx.)' if approx else ''}: {r['reason']}")
+    elif approx:
+        lines.append("  status: ok (approx.): an approximation, its estimand not the model's "
+                     "exact quantity"
+                     + ("" if r.get("approximation_error") is None else
+                        f"; approximation error about {r['approximation_error']:.2g} nats"))
     if r.get("log_marginal_likelihood") is not None:
         lines.append("  log Z estimate: " + with_se(r["log_marginal_likelihood"],
                                                     r.get("log_marginal_likelihood_se")))
@@ -75,12 +101,7 @@ def format_record(r: dict, verbose: bool = False) -> str:
                      + f", MAPE {r['mape_percent']:.3g} %"
                      + (" (at reference precision)" if r.get("at_reference_precision") else ""))
         if z is not None and z > OFF_BY:
-            against = "the reference" if r.get("truth_kind") == "reference" else "the truth"
-            lines += wrapped("  off:", f"the estimate is {z:.2g} standard errors from "
-                             f"{against}, more than {OFF_BY:g}: its SE does not cover its error "
-                             "(a biased or degenerate estimate, or a rare run): see the "
-                             "diagnostics, try another seed or a larger budget".split(),
-                             separator="")
+            lines += wrapped("  off:", off_line(r, z).split(), separator="")
     if "mae" in r:
         lines.append(f"  test probabilities: MAE {r['mae']:.3g}")
     if "accuracy" in r:

@@ -33,6 +33,8 @@ def identity_fields(problem: Problem, method: Method, budget: int) -> dict[str, 
         "method_name": method.name,
         "settings": method.get_settings(),
         "exact_method": method.tags.exact,
+        "approximation": not method.tags.exact,   # its estimand is not the model's exact one
+        **({"closer_with": list(method.tags.closer_with)} if method.tags.closer_with else {}),
         "budget": int(budget),
         "budget_unit": method.budget_unit,
         "n_train": problem.n_train,

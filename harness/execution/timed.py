@@ -269,6 +269,10 @@ def estimate_fields(estimate: Estimate) -> dict[str, Any]:
         "log_marginal_likelihood_se": plain(estimate.log_marginal_likelihood_se),
         "test_probabilities": listed(estimate.test_probabilities),
         "test_probabilities_se": listed(estimate.test_probabilities_se),
+        **({"approximation_error": plain(estimate.approximation_error)}
+           if estimate.approximation_error is not None else {}),
+        **({"test_approximation_error": listed(estimate.test_approximation_error)}
+           if estimate.test_approximation_error is not None else {}),
     }
 
 

@@ -23,6 +23,10 @@ class Estimate:
     test_probabilities has one entry in [0, 1] per test point (empty for orthant problems),
     or is None when the method does not predict. test_probabilities_se holds their standard
     errors, one >= 0 per test point, when the method estimates them (None otherwise).
+    An approximation (Tags.exact False) that can estimate how far its estimand is from the
+    model's exact quantity states it apart from the Monte Carlo error: approximation_error, a
+    standard-error-like scale of its log Z's approximation error in nats, and
+    test_approximation_error, one per test point (None: not estimated; docs/math.md §14).
     """
 
     log_marginal_likelihood: float | None
@@ -32,6 +36,8 @@ class Estimate:
     reason: str = ""
     diagnostics: Mapping[str, float | int | str] = field(default_factory=dict)
     test_probabilities_se: np.ndarray | None = None
+    approximation_error: float | None = None
+    test_approximation_error: np.ndarray | None = None
 
     @classmethod
     def failed(cls, reason: str, **diagnostics) -> Estimate:
@@ -64,6 +70,17 @@ class Estimate:
                                      f"want ({n_test},)")
             if not np.all(se >= 0):
                 raise AssertionError("test probability SEs negative or NaN")
+        if self.approximation_error is not None and not (
+                np.isfinite(self.approximation_error) and self.approximation_error >= 0):
+            raise AssertionError(f"approximation error {self.approximation_error!r} is not "
+                                 "finite and >= 0")
+        if self.test_approximation_error is not None:
+            err = np.asarray(self.test_approximation_error)
+            if self.test_probabilities is None or err.shape != (n_test,):
+                raise AssertionError(f"test approximation errors have shape {err.shape}, want "
+                                     f"({n_test},) beside the test probabilities")
+            if not np.all(np.isfinite(err) & (err >= 0)):
+                raise AssertionError("test approximation errors negative, infinite or NaN")
 
 
 class ContractViolation(AssertionError):

@@ -34,6 +34,9 @@ class Tags:
     unbiased_z: Ẑ itself (not log Ẑ) is unbiased for Z with every setting (pseudo-marginal MCMC
         and the reference runs need it, docs/math.md §12); a method whose settings decide it
         overrides Method.unbiased_z, the one question asked of an instance.
+    closer_with: of an approximation, the settings that bring its estimand closer to the exact
+        quantity (a Vecchia method's m and ordering); empty when none does (EP, Laplace, VB:
+        the approximation is the method). `run` names them when an answer is off.
     """
 
     exact: bool = True
@@ -42,6 +45,7 @@ class Tags:
     stochastic: bool = True
     handles_orthant: bool = True
     unbiased_z: bool = False
+    closer_with: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

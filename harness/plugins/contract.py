@@ -55,6 +55,10 @@ def contract_violations(cls: Any, name: str | None = None) -> list[str]:
     if not found:
         found.extend(_constraints_violations(cls))
         found.extend(_setting_help_violations(cls))
+        unknown = [k for k in cls.tags.closer_with if k not in (cls.constraints or {})]
+        if unknown:
+            found.append(f"`tags.closer_with` names {', '.join(unknown)}, not settings of the "
+                         "method (its `constraints`)")
     return found
 
 
@@ -125,8 +129,16 @@ def _flat_attributes(cls: type) -> list[str]:
 def _tags_violations(tags: Any) -> list[str]:
     if not isinstance(tags, Tags):
         return [f"`tags` is {tags!r}, not a harness.model.tags.Tags"]
-    return [f"`tags.{f.name}` is {getattr(tags, f.name)!r}, not True or False"
-            for f in fields(tags) if not isinstance(getattr(tags, f.name), bool)]
+    found = [f"`tags.{f.name}` is {getattr(tags, f.name)!r}, not True or False"
+             for f in fields(tags)
+             if f.name != "closer_with" and not isinstance(getattr(tags, f.name), bool)]
+    closer = tags.closer_with
+    if not (isinstance(closer, tuple) and all(isinstance(k, str) and k for k in closer)):
+        found.append(f"`tags.closer_with` is {closer!r}, not a tuple of setting names")
+    elif closer and tags.exact:
+        found.append("`tags.closer_with` names settings of an exact method: it is for "
+                     "approximations (tags.exact False)")
+    return found
 
 
 def _checks_violations(checks: Any) -> list[str]:
