@@ -67,11 +67,13 @@ class FigureSpec:
     title: str
     caption: str
     figure: Figure
+    drawn: bool = False   # laid out by a first savefig (the PDF page keeps that layout)
 
     def to_bytes(self, fmt: str = "svg") -> bytes:
         buf = io.BytesIO()
         with style_context():
             self.figure.savefig(buf, format=fmt)
+        self.drawn = True
         return buf.getvalue()
 
 

@@ -31,6 +31,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402  isort: skip
 PAGE = (11.69, 8.27)   # A4 landscape, inches
 MARGIN = 0.55          # inches
 MUTED = "#5b6670"
+TITLE_STRIP = 0.42     # inches above a figure for its title on its page
 
 
 class Flow:
@@ -183,6 +184,9 @@ class Flow:
         w, h = fig.get_size_inches()
         lines = textwrap.wrap(spec.caption, int(w * 72 / (7.5 * CHAR_W)) - 4)
         extra = len(lines) * 7.5 * LINE_H / 72 + 0.25     # a strip below the plot, inches
+        if spec.drawn and not fig.legends:
+            self._laid_out(fig, head, "\n".join(lines), extra)
+            return
         engine = fig.get_layout_engine()
         title = fig.suptitle(head, fontsize=11, weight="bold")
         fig.set_size_inches(w, h + extra)
@@ -194,6 +198,30 @@ class Flow:
         title.set_text("")
         engine.set(rect=(0, 0, 1, 1))
         fig.set_size_inches(w, h)
+
+    def _laid_out(self, fig, head: str, caption: str, extra: float) -> None:
+        """The page of a figure its layout engine has already laid out (its SVG was drawn):
+        its axes kept where they are, a title strip added above and the caption's strip below,
+        without laying it out a second time (most of a figure page's time)."""
+        w, h = fig.get_size_inches()
+        full = h + extra + TITLE_STRIP
+        boxes = [(ax, ax.get_position()) for ax in fig.axes]
+        engine = fig.get_layout_engine()
+        fig.set_layout_engine("none")
+        fig.set_size_inches(w, full)
+        for ax, b in boxes:
+            ax.set_position((b.x0, (extra + b.y0 * h) / full, b.width, b.height * h / full))
+        texts = [fig.text(0.5, 1 - 0.12 / full, head, ha="center", va="top", fontsize=11,
+                          weight="bold"),
+                 fig.text(0.02, (extra - 0.12) / full, caption, fontsize=7.5, color=MUTED,
+                          va="top", linespacing=1.3)]
+        self.pdf.savefig(fig)
+        for t in texts:
+            t.remove()
+        fig.set_size_inches(w, h)
+        for ax, b in boxes:
+            ax.set_position(b)
+        fig.set_layout_engine(engine)
 
     def close(self) -> None:
         self.new_page()

@@ -107,14 +107,14 @@ def _unit(unit: str) -> str:
     return "prob." if unit == "probability" else unit
 
 
-def _grid_cell(data: ReportData, problem: str | None, column: str, jobs: pd.DataFrame,
-               ok: pd.DataFrame, budget) -> Cell:
-    if not (jobs["budget"] == budget).any():
+def _grid_cell(data: ReportData, problem: str | None, column: str, values, ran: bool) -> Cell:
+    """Mean (SE) of the ok runs' `values`; 'no ok run' when there are none, blank (NOT_RUN)
+    when the method has no job there."""
+    if not ran:
         return Cell(NOT_RUN, "floor")
-    v = ok[ok["budget"] == budget][column].to_numpy(float)
-    v = v[np.isfinite(v)]
-    if not len(v):
+    if values is None:
         return Cell(NO_OK, "floor")
+    v = np.asarray(values, float)
     mean, se = float(np.mean(v)), metrics.standard_error(v)
     return error_cell(data, problem, column, mean, se) if problem else se_cell(mean, se)
 
@@ -122,19 +122,20 @@ def _grid_cell(data: ReportData, problem: str | None, column: str, jobs: pd.Data
 def _grid(data: ReportData, palette, column: str, by: str, name: str, key: str,
           title: str, caption: str, jobs: pd.DataFrame) -> Table:
     """Rows of method × `by` (a column of jobs), a column per budget."""
-    ok = jobs[jobs["status"] == OK]
-    has = ok.groupby(["method", by])[column].apply(lambda s: np.isfinite(s.to_numpy(float)).any())
-    keys = [k for k, v in has.items() if v]
+    ok = jobs[(jobs["status"] == OK) & np.isfinite(jobs[column].to_numpy(float))]
+    values = ok.groupby(["method", by, "budget"])[column].agg(list).to_dict()
+    ran = set(zip(jobs["method"], jobs[by], jobs["budget"], strict=True))
+    keys = sorted({(m, v) for m, v, _ in values})
     budgets = sorted({int(b) for m, _ in keys for b in jobs[jobs["method"] == m]["budget"]})
+    n_problems = jobs.groupby(["method", by])["problem"].nunique().to_dict()
     rows = []
     for method, value in keys:
-        mine = jobs[(jobs["method"] == method) & (jobs[by] == value)]
         label = (Cell(titles.of(data, value), "problem") if by == "problem"
                  else Cell(str(int(value)), "num"))
-        extra = [] if by == "problem" else [Cell(str(mine["problem"].nunique()), "num")]
+        extra = [] if by == "problem" else [Cell(str(n_problems[method, value]), "num")]
         rows.append([method_cell(data, palette, method), label, *extra]
-                    + [_grid_cell(data, value if by == "problem" else None, column, mine,
-                                  ok[(ok["method"] == method) & (ok[by] == value)], b)
+                    + [_grid_cell(data, value if by == "problem" else None, column,
+                                  values.get((method, value, b)), (method, value, b) in ran)
                        for b in budgets])
     m = METRICS[column]
     heads = ["method", name] + ([] if by == "problem" else ["problems"])

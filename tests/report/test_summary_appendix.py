@@ -5,6 +5,7 @@ wrapped within their column in the PDF's tables."""
 
 from __future__ import annotations
 
+import io
 import re
 
 import numpy as np
@@ -119,3 +120,30 @@ def test_long_spec_is_wrapped_within_its_column_in_the_pdf():
     for j in range(3):                       # every line fits its column's width
         for cell in lay.body[0][j].split("\n"):
             assert pdf_tables.text_width(cell) * lay.size / 72 <= lay.widths[j], (j, cell)
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_report_of_a_sweep_shows_its_progress(tmp_path, monkeypatch):
+    """The sweep wrote its report (about 60 s) without a word: the writer the sweep command
+    hands down draws the same bars as `report` on stderr."""
+    from argparse import Namespace
+
+    from harness.cli.report import sweep_writer
+
+    recs = [record(f"{m}-{b}", "p1", m, b, log_z=TRUE_LZ + 1 / b, probs=[0.3, 0.7])
+            for m in ("sov", "sir") for b in (100, 1000)]
+    store = tmp_path / "s.sqlite"
+    make_store(store, recs, [summary("p1")])
+    err, out = Terminal(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    files = sweep_writer(Namespace(verbosity=1))(store, tmp_path / "out", out)
+    assert set(files) >= {"html", "pdf", "appendix_pdf"}
+    shown = err.getvalue()
+    for name in ("reading the store", "rendering the figures", "writing report.pdf",
+                 "writing report-appendix.pdf"):
+        assert name in shown, name
+    assert "report: " in out.getvalue()
