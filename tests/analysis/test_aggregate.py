@@ -204,24 +204,6 @@ def test_tables_by_n_and_by_problem(tmp_path):
     assert len(t2.rows) == 4
 
 
-def test_best_method_at_equal_cpu_time(tmp_path):
-    recs = []
-    for i in range(3):
-        for method, (cpu1, e1, cpu2, e2) in {"A": (1, 0.1, 10, 0.01),
-                                             "B": (1, 0.05, 10, 0.02)}.items():
-            jitter = 1e-3 * i
-            recs.append(record(f"{method}1-{i}", "P", method, 100, i, log_z=TRUE_LZ - 10 * e1,
-                               cpu=cpu1 + jitter))
-            recs.append(record(f"{method}2-{i}", "P", method, 1000, i,
-                               log_z=TRUE_LZ - 10 * (e2 + jitter), cpu=cpu2 + jitter))
-    data = make_store(tmp_path / "b.sqlite", recs, [summary("P", probs=None)])
-    bt = agg.best_at_equal_time(data, "P", "abs_log_error", levels=[2.0, 20.0, 0.5])
-    assert list(bt["best"][:2]) == ["B", "A"]
-    assert bt["error"].iloc[0] == pytest.approx(0.5)
-    assert bt["runner_up"].iloc[1] == "B" and bool(bt["clear"].iloc[1])
-    assert bt["methods_within"].iloc[2] == 0 and not isinstance(bt["best"].iloc[2], str)
-
-
 # ---- presentation helpers -----------------------------------------------------------------
 def test_palette_is_fixed_per_label():
     p1 = Palette(["b", "a", "c"], approximate=["c"])
