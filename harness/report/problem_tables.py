@@ -38,7 +38,7 @@ def result_metrics(cells: pd.DataFrame) -> list[str]:
 
 
 def _cost(jobs: pd.DataFrame) -> tuple[Cell, bool]:
-    """CPU seconds of one ok run with its set-up: 'mean (SE)', the set-up's median below;
+    """CPU seconds of one ok run with its set-up: 'mean (SE)', then the set-up's median;
     and whether the store recorded the set-up."""
     cpu = jobs["cpu_seconds"].to_numpy(float)
     setup = jobs["setup_cpu_seconds"].to_numpy(float) if "setup_cpu_seconds" in jobs else \
@@ -93,9 +93,9 @@ def results_table(data: ReportData, palette, problem: str) -> Table:
     return Table(
         f"results-{problem}", "Results by method and budget", columns, rows, section=problem,
         caption="Mean (standard error) over the ok runs of each method × budget; 'runs' counts "
-                "every job, the statuses of those not ok below. CPU: thread CPU seconds of one "
+                "every job, with the statuses of those not ok. CPU: thread CPU seconds of one "
                 "run plus its set-up (factorisations, reorderings, saddle points, paid once per "
-                "problem and worker), whose median is shown below"
+                "problem and worker), the set-up's median after 'set-up'"
                 + ("" if setup_known or not rows else " (this store predates set-up records)")
                 + ". Errors against "
                 + ("the consensus of the exact methods" if against == {"consensus"}
