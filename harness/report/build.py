@@ -202,14 +202,18 @@ def _figures(data: ReportData) -> tuple[dict, list]:
     problems = [p for p in data.problems if (data.jobs["problem"] == p).any()]
     with phase("drawing the figures", total=len(problems) + 3):
         specs = []
-        for problem in problems:
-            specs += figs.problem_figures(data, problem, data.palette)
+        for i, problem in enumerate(problems, 1):
+            with phase(f"problem {i} of {len(problems)}"):     # beside the bar
+                specs += figs.problem_figures(data, problem, data.palette)
             advance()
-        scale = scaling_section.sections(data, data.palette)
+        with phase("cost against N"):
+            scale = scaling_section.sections(data, data.palette)
         advance()
-        tune = tuning_section.sections(data, data.palette)
+        with phase("tuning"):
+            tune = tuning_section.sections(data, data.palette)
         advance()
-        cal = calibration_section.section(data, data.palette)
+        with phase("calibration"):
+            cal = calibration_section.section(data, data.palette)
         advance()
     parts = {"scale": scale, "tuning": tune, "calibration": cal}
     specs += [f for s in scale for f in s.figures] + [f for s in tune for f in s.figures]
@@ -235,8 +239,9 @@ def build_report(store_path: str | Path, out_dir: str | Path, *, pdf_file: bool 
         try:
             svgs = {}
             with phase("rendering the figures", total=len(specs)):
-                for f in specs:
-                    svgs[f.key] = f.to_bytes("svg")
+                for i, f in enumerate(specs, 1):
+                    with phase(f"figure {i} of {len(specs)}"):
+                        svgs[f.key] = f.to_bytes("svg")
                     advance()
             with phase("writing the HTML"):
                 context = context_for(data, specs, svgs)

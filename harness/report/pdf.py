@@ -380,9 +380,10 @@ def _overview(flow: Flow, context: dict, appendix: str) -> None:
     _notes(flow, context)
     _calibration(flow, context.get("calibration"))
     advance()
-    for p in context["problems"]:
-        for spec in p["summary_figures"]:
-            flow.figure(spec)
+    for i, p in enumerate(context["problems"], 1):
+        with phase(f"problem {i} of {len(context['problems'])}"):
+            for spec in p["summary_figures"]:
+                flow.figure(spec)
         advance()
 
 
@@ -411,9 +412,10 @@ def _appendix_intro(flow: Flow, context: dict) -> None:
 def _pages(flow: Flow, context: dict, with_figures: bool = True) -> None:
     """Per problem facts, its table and its further figures; cost against N, tuning, the
     cross-problem tables and figures, the reliability rule, failures, environment, sweep."""
-    for p in context["problems"]:
+    for i, p in enumerate(context["problems"], 1):
         flow.section_break()
-        _section(flow, p, 15)
+        with phase(f"problem {i} of {len(context['problems'])}"):   # beside the bar
+            _section(flow, p, 15)
         advance()
     _sections(flow, context.get("scale", []), "Cost against N")
     _sections(flow, context["tuning"], "Hyperparameter tuning")

@@ -104,6 +104,8 @@ def test_progress_is_reported_section_by_section(built):
         total, done = phases[name]
         assert total and done == total, (name, total, done)
     assert phases["drawing the figures"][0] == len(PROBLEMS) + 3
+    n = phases["rendering the figures"][0]
+    assert f"figure 1 of {n}" in phases and f"problem 5 of {len(PROBLEMS)}" in phases  # which
 
 
 def test_long_spec_is_wrapped_within_its_column_in_the_pdf():
