@@ -119,9 +119,9 @@ def setup(p):
 
 
 def run(args) -> int:
+    from harness.cli.report import sweep_writer
     from harness.core.errors import EXIT_INTERRUPTED
     from harness.execution.cluster import TLSOptions
-    from harness.report import write_sweep_report
     from harness.sweep.driver import run_sweep
     from harness.sweep.filters import command_line_sweep, restrict
     from harness.sweep.spec import load_sweep
@@ -143,7 +143,7 @@ def run(args) -> int:
     try:   # report and export read the store by default, once it opened (a refused one: not)
         outcome = run_sweep(sweep, store=args.store, workers=workers, scheduler=args.scheduler,
                             tls=tls, rerun_failed=args.rerun_failed, report=not args.no_report,
-                            no_workers_timeout=timeout, write_report=write_sweep_report,
+                            no_workers_timeout=timeout, write_report=sweep_writer(args),
                             opened=remember_store, references=not args.no_reference)
     except KeyboardInterrupt:   # run_sweep said how far it got
         return EXIT_INTERRUPTED

@@ -21,7 +21,6 @@ from harness.analysis.aggregate import (
     status_counts,
 )
 from harness.analysis.verdict import entries
-from harness.core import metrics
 from harness.report import titles
 from harness.report.style import fmt, fmt_budget
 
@@ -155,53 +154,6 @@ def table_metrics(cells: pd.DataFrame) -> list[str]:
     return cols
 
 
-def problem_table(data: ReportData, palette, problem: str) -> Table:
-    cells = data.cells[data.cells["problem"] == problem]
-    cols = table_metrics(cells)
-    rows = []
-    for _, r in cells.sort_values(["method", "budget"]).iterrows():
-        lz_mean = data.jobs[(data.jobs["problem"] == problem) & (data.jobs["method"] == r["method"])
-                            & (data.jobs["budget"] == r["budget"])
-                            & (data.jobs["status"] == OK)]["log_z"].to_numpy(float)
-        lz_mean = lz_mean[np.isfinite(lz_mean)]
-        lz = (se_cell(float(np.mean(lz_mean)), metrics.standard_error(lz_mean), 6)
-              if len(lz_mean) else _c("not estimated" if r["n_ok"] else "—"))
-        runs = f"{r['n_ok']}/{r['n_jobs']}"
-        row = [method_cell(data, palette, r["method"]), _c(fmt_budget(r["budget"]), "num"),
-               _c(runs + (f" ({r['statuses']})" if r["n_not_ok"] else ""),
-                  "bad num" if r["n_not_ok"] else "num"),
-               se_cell(r["cpu_seconds_mean"], r["cpu_seconds_se"]),
-               _c(fmt(r["peak_memory_mb_mean"], 3), "num"), lz]
-        row += [error_cell(data, problem, c, r[f"{c}_mean"], r[f"{c}_se"]) for c in cols]
-        rows.append(row)
-    columns = (["method", "budget", "ok / jobs", "CPU s (SE)", "peak MB", "log Ẑ (SE)"]
-               + [f"{METRICS[c].name} ({_unit(METRICS[c].unit)})" for c in cols])
-    return Table(f"cells-{problem}", "All results", columns, rows, section=problem,
-                 caption="Mean (standard error) over the successful replicates of each "
-                         "method × budget; failed and timed-out runs are counted in 'ok / jobs'.")
-
-
-def setup_table(data: ReportData, palette, problem: str) -> Table:
-    """Per method: median set-up CPU (Method.prepare, paid once per problem and worker) beside
-    the median estimate CPU at the method's largest budget."""
-    jobs = data.jobs[(data.jobs["problem"] == problem) & (data.jobs["status"] == OK)]
-    rows = []
-    for method, grp in jobs.groupby("method", sort=True):
-        setup = grp["setup_cpu_seconds"].dropna()
-        if setup.empty:
-            continue   # stored before set-up was recorded
-        top = grp[grp["budget"] == grp["budget"].max()]
-        rows.append([method_cell(data, palette, method), _c(fmt(float(setup.median()), 3), "num"),
-                     _c(fmt_budget(int(top["budget"].iloc[0])), "num"),
-                     _c(fmt(float(top["cpu_seconds"].median()), 3), "num")])
-    return Table(f"setup-{problem}", "Set-up and estimate CPU time",
-                 ["method", "set-up CPU s (median)", "largest budget", "estimate CPU s (median)"],
-                 rows, section=problem,
-                 caption="Set-up (factorisations, reorderings, saddle points, compression) is "
-                         "paid once per problem and worker and is not part of the estimate's "
-                         "CPU time; medians over the successful jobs.")
-
-
 def spread_table(data: ReportData, palette, problem: str) -> Table:
     """Median [IQR] of CPU seconds and the errors per cell (robust view of the replicates)."""
     cells = data.cells[data.cells["problem"] == problem]
@@ -215,10 +167,6 @@ def spread_table(data: ReportData, palette, problem: str) -> Table:
     names = ["CPU s"] + [METRICS[c].name for c in cols[1:]]
     return Table(f"spread-{problem}", "Median [inter-quartile range] over replicates",
                  ["method", "budget"] + names, rows, section=problem)
-
-
-def _unit(unit: str) -> str:
-    return "prob." if unit == "probability" else unit
 
 
 def consensus_table(data: ReportData, problems=None) -> Table:
@@ -250,63 +198,6 @@ def consensus_table(data: ReportData, problems=None) -> Table:
 
 
 # ---- the paper's tables -----------------------------------------------------------------
-def _pooled(values) -> tuple[float, float]:
-    v = np.asarray(values, float)
-    v = v[np.isfinite(v)]
-    return (float(np.mean(v)) if len(v) else math.nan), metrics.standard_error(v)
-
-
-def n_by_budget_tables(data: ReportData, palette, column: str = "mape_percent") -> list[Table]:
-    """Table 1's shape: an error by N × budget, pooled over the problems of a family with the
-    same N (e.g. 50 random one-factor problems per N), one table per family and method."""
-    out = []
-    jobs = data.jobs[data.jobs["status"] == OK]
-    for family, fam in jobs.groupby("family", sort=True):
-        if fam["problem"].nunique() < 2 or not np.isfinite(fam[column].to_numpy(float)).any():
-            continue
-        for method, grp in fam.groupby("method", sort=True):
-            if not np.isfinite(grp[column].to_numpy(float)).any():
-                continue
-            budgets = sorted(set(grp["budget"]))
-            rows = []
-            for n, g in grp.groupby("n_train", sort=True):
-                row = [_c(int(n), "num"), _c(g["problem"].nunique(), "num")]
-                for b in budgets:
-                    mean, se = _pooled(g[g["budget"] == b][column])
-                    row.append(se_cell(mean, se))
-                rows.append(row)
-            unit = grp["budget_unit"].iloc[0]
-            out.append(Table(
-                f"t1-{family}-{method}", f"{METRICS[column].name} ({METRICS[column].unit}) by "
-                f"N × budget: {family}, {palette.legend_label(method)}",
-                ["N", "problems"] + [f"{fmt_budget(b)} {unit}" for b in budgets], rows,
-                caption="Mean (SE) over all successful runs of all problems with this N "
-                        "(the paper's Table 1)."))
-    return out
-
-
-def problem_by_budget_tables(data: ReportData, palette, column: str) -> list[Table]:
-    """Tables 2–3's shape: an error by problem × budget, one table per method."""
-    out = []
-    ok = data.cells[data.cells[f"{column}_n"] > 0]
-    for method, grp in ok.groupby("method", sort=True):
-        budgets = sorted(set(grp["budget"]))
-        rows = []
-        for problem, g in grp.groupby("problem", sort=True):
-            by_b = {int(r["budget"]): r for _, r in g.iterrows()}
-            rows.append([_c(problem)] + [
-                error_cell(data, problem, column, by_b[b][f"{column}_mean"],
-                           by_b[b][f"{column}_se"]) if b in by_b else _c("—")
-                for b in budgets])
-        unit = grp["budget_unit"].iloc[0]
-        m = METRICS[column]
-        out.append(Table(f"t23-{column}-{method}",
-                         f"{m.name} ({m.unit}) by problem × budget: {palette.legend_label(method)}",
-                         ["problem"] + [f"{fmt_budget(b)} {unit}" for b in budgets], rows,
-                         caption="Mean (SE) over replicates (the paper's Tables 2–3)."))
-    return out
-
-
 def problem_by_method_table(data: ReportData, palette, columns=("mae_post", "mae_med")) -> Table:
     """Table 4's shape: MAE-POST / MAE-MED by problem × method at each method's largest budget."""
     cells = data.cells

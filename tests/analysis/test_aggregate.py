@@ -13,7 +13,7 @@ from store_helpers import TRUE_LZ, TRUE_P, make_store, record, summary
 from harness.analysis import aggregate as agg
 from harness.core import metrics
 from harness.execution.store import ResultStore
-from harness.report import tables
+from harness.report import problem_tables, tables
 from harness.report.style import Palette, fmt, fmt_budget, fmt_se
 
 
@@ -162,8 +162,10 @@ def test_log_z_not_estimated_is_not_a_failure(consensus_data):
     assert methods.loc["minimax-tilting", "not ok"] == "0"
     assert methods.loc["minimax-tilting", "log Z not estimated"] == "1"
     assert methods.loc["ep", "kind"] == "approximation"
-    rows = tables.frame(tables.problem_table(consensus_data, pal, "Q")).set_index("method")
-    assert rows.loc["minimax-tilting", "log Ẑ (SE)"] == "not estimated"
+    rows = tables.frame(problem_tables.results_table(consensus_data, pal, "Q"))
+    mm = rows[rows["method"] == "minimax-tilting"].iloc[0]
+    assert mm["log Ẑ (SE)"] == "not estimated" and mm["runs"] == "1 of 1 ok"
+    assert mm["|Δ log Z| vs consensus (nats) (SE)"] == "not estimated"
 
 
 # ---- reference truth: errors below 2 SE are "at reference precision" -----------------------
@@ -174,16 +176,15 @@ def test_reference_precision(tmp_path):
     floor, what = agg.precision_floor(data, "R", "abs_log_error")
     assert floor == pytest.approx(0.02) and what == "reference precision"
     assert agg.precision_floor(data, "R", "mape_percent")[0] == pytest.approx(0.2)
-    rows = tables.frame(tables.problem_table(data, Palette(data.methods), "R"))
+    rows = tables.frame(problem_tables.results_table(data, Palette(data.methods), "R"))
     near, far = rows.iloc[0], rows.iloc[1]
-    assert near["|Δ log Z| (nats)"].startswith("at reference precision")
-    assert near["MAPE of log Z (%)"].startswith("at reference precision")
-    assert far["|Δ log Z| (nats)"] == "0.500"
+    assert near["|Δ log Z| (nats) (SE)"].startswith("at reference precision (< 0.020)")
+    assert far["|Δ log Z| (nats) (SE)"] == "0.500"
     # an exact truth never gets a floor
     assert math.isnan(agg.precision_floor(data, "nope", "abs_log_error")[0])
 
 
-# ---- tables of the paper's shape, best method at equal time -------------------------------
+# ---- tables of the paper's shape ----------------------------------------------------------
 def test_tables_by_n_and_by_problem(tmp_path):
     recs, probs = [], []
     for n, err in ((50, 0.1), (200, 0.3)):
@@ -195,12 +196,12 @@ def test_tables_by_n_and_by_problem(tmp_path):
                                    log_z=TRUE_LZ - err * 100 / b, n_train=n))
     data = make_store(tmp_path / "n.sqlite", recs, probs)
     pal = Palette(data.methods)
-    (t1,) = tables.n_by_budget_tables(data, pal, "mape_percent")
+    (t1,) = problem_tables.n_grid(data, pal, "mape_percent")
     t1 = tables.frame(t1).set_index("N")
-    assert t1.loc["50", "100 particles"].startswith("1.00")      # 0.1 nats of 10 = 1 %
-    assert t1.loc["200", "1e3 particles"].startswith("0.300")
+    assert t1.loc["50", "budget 100"].startswith("1.00")      # 0.1 nats of 10 = 1 %
+    assert t1.loc["200", "budget 1e3"].startswith("0.300")
     assert t1.loc["200", "problems"] == "2"
-    (t2,) = tables.problem_by_budget_tables(data, pal, "mape_percent")
+    t2 = problem_tables.problem_grid(data, pal, "mape_percent")
     assert len(t2.rows) == 4
 
 
