@@ -8,6 +8,8 @@ block at a time, so a particle costs O(N m) time and O(rows still read) memory. 
 P(v >= 0) under the approximated covariance R̃, not the exact Z (`Tags(exact=False)`): exact
 when every variable keeps all earlier ones (m >= N - 1, `ordering=given`), where it is `sir`
 on the dense factor.
+Its approximation error is stated apart, from companion walks at m/2 and 2m on the same
+random numbers (`approximation_error`, harness.engine.vecchia_error).
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from harness.engine.resampled_walk import Resampled
 from harness.engine.sampler import OrthantSampler
 from harness.engine.settings import CHUNK_MB, NEIGHBOURS, RANDOMISATIONS
 from harness.engine.sov_step import SovProposal
+from harness.engine.vecchia_error import APPROXIMATION_ERRORS, states_approximation_error
 from harness.engine.vecchia_factor import DEFAULT_M, ORDERINGS, Vecchia
 from harness.model.constraints import OneOf
 from harness.model.method import Method
 from harness.model.tags import Tags
 
 
+@states_approximation_error
 class VecchiaSir(OrthantMethod, Method):
     """SOV's proposal with resampling on the Vecchia approximation of R (module doc)."""
 
@@ -34,14 +38,17 @@ class VecchiaSir(OrthantMethod, Method):
                "the approximated covariance, not the exact Z")
     budget_unit = "particles"
     tags = Tags(exact=False, closer_with=("m", "ordering"))   # Z of the approximated R̃
-    constraints = {"m": NEIGHBOURS, "ordering": OneOf(*ORDERINGS), **RESAMPLING,
+    constraints = {"m": NEIGHBOURS, "ordering": OneOf(*ORDERINGS),
+                   "approximation_error": OneOf(*APPROXIMATION_ERRORS), **RESAMPLING,
                    "randomisations": RANDOMISATIONS, "chunk_mb": CHUNK_MB}
 
     def __init__(self, m: int = DEFAULT_M, ordering: str = "auto", ess_threshold: float = 0.5,
                  resampling: str = "systematic", randomisations: int = 0,
-                 chunk_mb: float = 512.0):
+                 chunk_mb: float = 512.0,
+                 approximation_error: str = "auto"):
         self.m = m
         self.ordering = ordering
+        self.approximation_error = approximation_error
         self.ess_threshold = ess_threshold
         self.resampling = resampling
         self.randomisations = randomisations

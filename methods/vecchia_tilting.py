@@ -9,6 +9,8 @@ resampled walk on twisted weights with the Gaussian look-ahead over each block o
 walk, which keeps only the v's a later block or a test variable still reads and is fed random
 points a block at a time: a particle costs O(rows still read), not O(N). It estimates
 P(v >= 0) under the approximated covariance R̃, not the exact Z (`Tags(exact=False)`).
+Its approximation error is stated apart, from companion walks at m/2 and 2m on the same
+random numbers (`approximation_error`, harness.engine.vecchia_error).
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from harness.engine.resampled_walk import WALKS, Resampled, resamples
 from harness.engine.sampler import OrthantSampler
 from harness.engine.settings import CHUNK_MB, NEIGHBOURS, POINTS, RANDOMISATIONS
 from harness.engine.tilted_step import Tilted
+from harness.engine.vecchia_error import APPROXIMATION_ERRORS, states_approximation_error
 from harness.engine.vecchia_factor import DEFAULT_M, ORDERINGS, Vecchia
 from harness.model.constraints import OneOf
 from harness.model.method import Method
 from harness.model.tags import Tags
 
 
+@states_approximation_error
 class VecchiaTilting(OrthantMethod, Method):
     """Botev's minimax tilting on the Vecchia approximation (module doc)."""
 
@@ -36,14 +40,17 @@ class VecchiaTilting(OrthantMethod, Method):
                "the exact Z")
     budget_unit = "qmc points"
     tags = Tags(exact=False, closer_with=("m", "ordering"))   # Z of the approximated R̃
-    constraints = {"m": NEIGHBOURS, "ordering": OneOf(*ORDERINGS), "points": POINTS,
+    constraints = {"m": NEIGHBOURS, "ordering": OneOf(*ORDERINGS),
+                   "approximation_error": OneOf(*APPROXIMATION_ERRORS), "points": POINTS,
                    "randomisations": RANDOMISATIONS, "chunk_mb": CHUNK_MB,
                    "walk": OneOf(*WALKS)}
 
     def __init__(self, m: int = DEFAULT_M, ordering: str = "auto", points: str = "sobol",
-                 randomisations: int = 0, walk: str = "auto", chunk_mb: float = 512.0):
+                 randomisations: int = 0, walk: str = "auto", chunk_mb: float = 512.0,
+                 approximation_error: str = "auto"):
         self.m = m
         self.ordering = ordering
+        self.approximation_error = approximation_error
         self.points = points
         self.randomisations = randomisations
         self.walk = walk

@@ -22,6 +22,7 @@ orderings", has the measurements behind DEFAULT_M and the orderings.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,6 +49,11 @@ from harness.model.problem import Problem
 
 ORDERINGS = ("auto", "given", "maximin", "strongest")
 DEFAULT_M = 60   # neighbours per variable (docs/studies.md, "Vecchia neighbours and orderings")
+ORDERING_EXCESS_MAX = 0.5   # nats of KL an order may lose to 'auto''s (ordering_excess)
+
+
+class NonLocalOrderingWarning(UserWarning):
+    """The problem's own order ('given') is far from local for the Vecchia approximation."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,34 @@ def vecchia_structure(problem: Problem, m: int, ordering: str) -> VecchiaStructu
         return VecchiaStructure(order, train, test, kind, time.thread_time() - t0)
 
     return cached(problem, ("vecchia", m, ordering), build)
+
+
+def ordering_excess(problem: Problem, m: int, ordering: str) -> float | None:
+    """How much farther R̃ in `ordering` is from R than in 'auto', in nats of Kullback-Leibler
+    divergence: ½ (Σ log d_i - Σ log d_i^auto), since KL(N(0, R) || N(0, R̃)) =
+    ½ (Σ log d_i - log det R) for a Vecchia approximation (tr R̃⁻¹ R = N). Only for
+    ordering='given' with m < N - 1 (None otherwise); costs the set-up of 'auto' at m."""
+    if ordering != "given" or m >= problem.n_train - 1:
+        return None
+
+    def excess():
+        given = vecchia_structure(problem, m, "given").train.var
+        auto = vecchia_structure(problem, m, "auto").train.var
+        return float(0.5 * (np.sum(np.log(given)) - np.sum(np.log(auto))))
+
+    return cached(problem, ("vecchia-ordering-excess", m), excess)
+
+
+def check_ordering(problem: Problem, m: int, ordering: str, label: str) -> float | None:
+    """ordering_excess, with a NonLocalOrderingWarning (one line) when it exceeds
+    ORDERING_EXCESS_MAX."""
+    excess = ordering_excess(problem, m, ordering)
+    if excess is not None and excess > ORDERING_EXCESS_MAX:
+        warnings.warn(f"{label}: ordering={ordering} is not local on {problem.name} (its "
+                      f"Vecchia approximation is {excess:.3g} nats of KL farther from R than "
+                      "ordering=auto's): its error is not estimated reliably; use "
+                      "ordering=auto", NonLocalOrderingWarning, stacklevel=2)
+    return excess
 
 
 @dataclass(frozen=True)
