@@ -39,6 +39,9 @@ class Importance:
     points: str = "sobol"
     randomisations: int = 10
     streams = False               # a QMC point has all its coordinates at once
+    t_interval = False            # normal-quantile SEs: their measured misses come from heavy
+    #                               tails more than from K (docs/studies.md, "Small-budget
+    #                               calibration")
     bytes_per_projection = 8      # the tile-low-rank walk's projections H, per particle
 
     @property

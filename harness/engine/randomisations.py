@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from harness.core.partdata import decode_log, decode_logs, encode_log, encode_logs
-from harness.core.qmc import batch_error, ratio_standard_error
+from harness.core.qmc import batch_error, ratio_standard_error, t_coverage_factor
 from harness.core.tails import pareto_k, top_count
 
 
@@ -32,7 +32,8 @@ class SovRun:
     sizes: np.ndarray            # points per randomisation
     log_z_k: np.ndarray          # log of each randomisation's mean weight
     log_z: float
-    log_z_se: float              # reported se (qmc.BatchError.se); NaN with one randomisation
+    log_z_se: float              # reported se (qmc.BatchError.se times t_factor); NaN with
+    #                              one randomisation
     log_z_delta_se: float        # the delta-method part alone (<= 1 nat by construction)
     k_eff: float                 # effective number of randomisations, 1 / Σ p_k^2
     top_share: float             # largest randomisation's share of Σ W
@@ -44,6 +45,7 @@ class SovRun:
     pareto_k: float | None = None   # PSIS tail index of all the weights (tail_index)
     lineages: int | None = None     # SovSums.lineages
     resolution_floor: bool = False  # the randomisations agree to rounding: se = 1 / S
+    t_factor: float = 1.0           # the SEs' factor for the t coverage (sov_run), else 1
 
 
 @dataclass(frozen=True)
@@ -116,25 +118,29 @@ def tail_index(sums: SovSums) -> float | None:
     return float(k) if np.isfinite(k) else None
 
 
-def sov_run(sums: SovSums) -> SovRun:
+def sov_run(sums: SovSums, t_interval: bool = False) -> SovRun:
     """The SOV estimate from its sufficient statistics (docs/math.md §6): Ẑ pooled over the
     randomisations (qmc.batch_error), J* = Σ W Φ(c*/s) / Σ W with the same samples, their
     standard errors from the spread of the randomisations (linearised ratio), at least 1 / S
-    where the randomisations' J*_k agree to rounding (qmc.ratio_standard_error)."""
+    where the randomisations' J*_k agree to rounding (qmc.ratio_standard_error). With
+    `t_interval` (a walk of a few populations, methods.sir) every standard error is
+    multiplied by qmc.t_coverage_factor(K), so that ±2.5 SE keeps the normal coverage under
+    the t with K - 1 degrees of freedom (docs/math.md §7b); the estimates are the same."""
     sizes, lse, num = sums.sizes, sums.log_w, sums.log_wf
     n_test = num.shape[1]
     log_z_k = lse - np.log(sizes)
     err = batch_error(log_z_k, sizes)
+    factor = t_coverage_factor(len(sizes)) if t_interval and len(sizes) > 1 else 1.0
     total = float(logsumexp(lse))
     test, test_se = np.empty(0), np.empty(0)
     if n_test:
         test = np.clip(np.exp(logsumexp(num, axis=0) - total), 0.0, 1.0)
-        test_se = ratio_standard_error(np.exp(lse - total), np.exp(num - lse[:, None]), test,
-                                       int(np.sum(sizes)))
-    return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=err.log_mean, log_z_se=err.se,
+        test_se = factor * ratio_standard_error(np.exp(lse - total), np.exp(num - lse[:, None]),
+                                                test, int(np.sum(sizes)))
+    return SovRun(sizes=sizes, log_z_k=log_z_k, log_z=err.log_mean, log_z_se=factor * err.se,
                   log_z_delta_se=err.delta_se, k_eff=err.k_eff, top_share=err.top_share,
                   test=test,
                   test_se=test_se, ess=float(np.exp(2 * total - sums.log_w2)),
                   max_weight_share=float(np.exp(sums.max_log_w - total)), chunks=sums.chunks,
                   pareto_k=tail_index(sums), lineages=sums.lineages,
-                  resolution_floor=err.resolution_floor)
+                  resolution_floor=err.resolution_floor, t_factor=factor)

@@ -8,7 +8,8 @@ log normaliser gains log mean W and every weight is reset to 1. At the end
 the draw of z_j, so the copies share their past and diverge at the next variable.
 
 Uniforms are pseudo-random (resampling does not keep a QMC set); the budget is split into
-independent populations, whose spread gives the standard errors. Path degeneracy is watched
+independent populations, whose spread gives the standard errors (with `t_interval`, times
+harness.core.qmc.t_coverage_factor for their K - 1 degrees of freedom). Path degeneracy is watched
 through each particle's ancestor at the first variable (`ancestor_lineages`): a population
 that descends from a handful of them has test probabilities far outside their standard errors
 (harness.model.reliability.degenerate_paths). docs/studies.md, "Resampled walks", has the
@@ -146,11 +147,16 @@ class Resampled:
         'systematic' or 'multinomial'.
     randomisations : int
         Independent populations; 0: budget // PARTICLES_EACH, clipped to [10, 40].
+    t_interval : bool
+        Standard errors times harness.core.qmc.t_coverage_factor(populations), so that
+        ±2.5 SE keeps the normal coverage under the populations' t (methods.sir; docs/math.md
+        §7b).
     """
 
     ess_threshold: float = 0.5
     resampling: str = "systematic"
     randomisations: int = 0
+    t_interval: bool = False
     streams = True                # random points, generated a block at a time if the factor
     #                               holds only the rows still read
     bytes_per_projection = 16     # projections H and the spare the resampling gathers into

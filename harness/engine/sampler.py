@@ -20,7 +20,7 @@ from scipy.special import logsumexp
 from harness.core.conditioning import EPS
 from harness.core.deadline import check_deadline
 from harness.core.partdata import plain
-from harness.core.qmc import DEGENERATE_SHARE, PointSet, split_budget
+from harness.core.qmc import COVERAGE_SIGMAS, DEGENERATE_SHARE, PointSet, split_budget
 from harness.core.sequential import WalkResult, sampling
 from harness.core.special import log_ndtr
 from harness.core.tails import top_count
@@ -188,7 +188,7 @@ class OrthantSampler:
     def run(self, problem: Problem, budget: int, rng: np.random.Generator) -> SovRun:
         """The estimate's per-randomisation parts (SovRun); raises SetupFailed."""
         fac, make_step, _ = self.set_up(problem)
-        return sov_run(self.sums(problem, budget, rng, fac, make_step))
+        return sov_run(self.sums(problem, budget, rng, fac, make_step), self.walk.t_interval)
 
     # ---- one estimate, or one split into parts ----------------------------------------------
     def part(self, problem: Problem, budget: int, rng: np.random.Generator) -> dict:
@@ -210,7 +210,7 @@ class OrthantSampler:
         set-up diagnostics (identical in every part but for timings) from the first."""
         sums = SovSums.concat([self._part_sums(p, i, problem.n_test)
                                for i, p in enumerate(parts)])
-        return self.estimate(problem, sov_run(sums), parts[0]["setup"])
+        return self.estimate(problem, sov_run(sums, self.walk.t_interval), parts[0]["setup"])
 
     def _part_sums(self, part: dict, index: int, n_test: int) -> SovSums:
         try:
@@ -254,8 +254,13 @@ class OrthantSampler:
                 "no spread: the randomisations agree to rounding, so the SE is 1 / points, the "
                 "probability of an event no point saw" if run.resolution_floor else
                 "spread of independent randomisations (delta method, or log spread / "
-                "sqrt(effective randomisations))")
+                "sqrt(effective randomisations))" + (
+                    f" x {run.t_factor:.4g}: the t with {len(run.sizes) - 1} degrees of "
+                    f"freedom's {COVERAGE_SIGMAS:g}-sigma quantile over the normal's"
+                    if run.t_factor != 1.0 else ""))
             diagnostics["log_z_spread_se"] = run.log_z_se
+            if run.t_factor != 1.0:
+                diagnostics["se_t_factor"] = run.t_factor
             diagnostics["log_z_randomisation_sd"] = float(np.std(run.log_z_k, ddof=1))
             diagnostics["log_z_delta_se"] = run.log_z_delta_se
             diagnostics["randomisations_effective"] = run.k_eff
