@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.cli.args import DEFAULT_STORE, LAST_STORE, out_folder, store_option
 from harness.cli.progress_bars import progress_bars
-from harness.report import build_report, default_out_dir, write_sweep_report
+from harness.report import build_report, default_out_dir
 
 
 def setup(p):
@@ -33,12 +33,3 @@ def run(args) -> int:
         print(f"{kind}: {path}")
     return 0
 
-
-def sweep_writer(args):
-    """The report writer for the end of a sweep (harness.sweep.driver.run_sweep's
-    `write_report`): harness.report.write_sweep_report with the same progress bars as
-    `report` (which section, figure n of m) on stderr."""
-    def write(store_path, out_dir, out):
-        with progress_bars(args):
-            return write_sweep_report(store_path, out_dir, out)
-    return write

@@ -119,7 +119,6 @@ def setup(p):
 
 
 def run(args) -> int:
-    from harness.cli.report import sweep_writer
     from harness.core.errors import EXIT_INTERRUPTED
     from harness.execution.cluster import TLSOptions
     from harness.sweep.driver import run_sweep
@@ -243,3 +242,16 @@ def _check_memory(sweep, args, workers) -> int | None:
             return stack.enter_context(connect(args.scheduler, workers, tls))
 
         return worker_memory(sweep, args.scheduler, workers, None, connected)
+
+
+def sweep_writer(args):
+    """The report writer for the end of a sweep (harness.sweep.driver.run_sweep's
+    `write_report`): harness.report.write_sweep_report with the same progress bars as
+    `report` (which section, figure n of m) on stderr."""
+    def write(store_path, out_dir, out):
+        from harness.cli.progress_bars import progress_bars
+        from harness.report import write_sweep_report
+
+        with progress_bars(args):
+            return write_sweep_report(store_path, out_dir, out)
+    return write

@@ -134,7 +134,7 @@ def test_the_report_of_a_sweep_shows_its_progress(tmp_path, monkeypatch):
     hands down draws the same bars as `report` on stderr."""
     from argparse import Namespace
 
-    from harness.cli.report import sweep_writer
+    from harness.cli.sweep import sweep_writer
 
     recs = [record(f"{m}-{b}", "p1", m, b, log_z=TRUE_LZ + 1 / b, probs=[0.3, 0.7])
             for m in ("sov", "sir") for b in (100, 1000)]
