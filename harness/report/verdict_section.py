@@ -120,7 +120,8 @@ def _bars(cal: Calibration | None, method: str, quantity: str) -> Cell:
     g = cal.group(method, quantity, OK) if cal else None
     if g is None or not g.n:
         return Cell("no SE" if cal and cal.no_se.get((method, quantity)) else "—", "floor")
-    share = f"{fmt(100 * g.share_beyond(TAIL), 2)} %" if g.share_beyond(TAIL) else "0 %"
+    # a no-break space keeps the number and its % on one line in a narrow column
+    share = f"{fmt(100 * g.share_beyond(TAIL), 2)}\u00a0%" if g.share_beyond(TAIL) else "0\u00a0%"
     return Cell("too small", "bad", sub=share) if g.flagged else Cell("covered", sub=share)
 
 
