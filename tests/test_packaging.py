@@ -29,5 +29,7 @@ def test_builtin_plugins_are_entry_points():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
     from harness.plugins import registry
 
-    assert set(registry._BUILTIN_METHODS) == set(meta["gpc_harness.methods"])
+    assert set(registry._BUILTIN_METHODS) | set(registry.PEERS) == set(meta["gpc_harness.methods"])
+    for name, target in registry.PEERS.items():   # the optional peers: the same targets
+        assert meta["gpc_harness.methods"][name] == target
     assert set(registry._BUILTIN_PROBLEMS) == set(meta["gpc_harness.problems"])

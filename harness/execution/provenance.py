@@ -50,7 +50,24 @@ def environment_facts() -> dict[str, Any]:
         facts["distributed"] = distributed.__version__
     except ImportError:
         pass
+    facts.update(optional_versions())
     return facts
+
+
+OPTIONAL = ("pymc", "pytensor", "arviz", "torch", "gpytorch")   # the peers extra's packages
+
+
+def optional_versions() -> dict[str, str]:
+    """The installed versions of the optional packages the peer methods run on (none: {})."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in OPTIONAL:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return found
 
 
 def versions() -> dict[str, str]:

@@ -10,6 +10,8 @@ Third-party packages register plugins as entry points, exactly like the built-in
 A plugin is checked when it is loaded (docs/writing-a-method.md lists the contract): one that
 cannot be imported or breaks the contract is skipped by `methods()` / `problem_families()`
 with a one-line PluginWarning, and asking for it by name is an InputError saying what is wrong.
+A peer whose optional packages are not installed (`pip install -e ".[peers]"`: PEERS, EXTRAS) is
+left out of `methods()` without a warning, and asking for it by name says which command installs it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,15 @@ _BUILTIN_METHODS = {
     "vecchia-tilting": "harness.methods.vecchia_tilting:VecchiaTilting",
     "vecchia-sir": "harness.methods.vecchia_sir:VecchiaSir",
 }
+# Peers: other tools' inference as methods, importable only with an optional extra of the
+# harness (pyproject.toml [project.optional-dependencies]); registered as entry points too.
+PEERS = {
+    "pymc-nuts": "harness.methods.pymc_gp:PymcNuts",
+    "pymc-smc": "harness.methods.pymc_gp:PymcSmc",
+    "gpytorch-vgp": "harness.methods.gpytorch_vgp:GpytorchVgp",
+}
+EXTRAS = {"pymc": "peers", "pytensor": "peers", "arviz": "peers", "torch": "peers",
+          "gpytorch": "peers", "linear_operator": "peers"}   # optional package -> its extra
 _BUILTIN_PROBLEMS = {
     "onefactor": "harness.datasets.onefactor:FAMILY",
     "linear1d": "harness.datasets.linear1d:FAMILY",
@@ -96,11 +107,28 @@ def _resolve(target) -> object:
     return _load(target) if isinstance(target, str) else target.load()
 
 
+class MissingExtra(InputError):
+    """A peer whose optional packages are not installed (not a broken plugin)."""
+
+
+def _missing_extra(exc: Exception) -> str | None:
+    """The extra that provides the package an import failed on, if it is an optional one."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return EXTRAS.get(exc.name.partition(".")[0])
+    return None
+
+
 def _validated(kind: str, name: str, target, check):
     """The plugin object, or InputError naming the plugin and everything wrong with it."""
     try:
         obj = _resolve(target)
     except Exception as exc:  # noqa: BLE001 - any failure to import is the plugin's
+        extra = _missing_extra(exc)
+        if extra is not None:
+            raise MissingExtra(_describe(kind, name, target),
+                               f"needs the optional package {exc.name.partition('.')[0]!r}, "
+                               "which is not installed",
+                               f'pip install -e ".[{extra}]"') from None
         problems = [f"cannot be imported: {type(exc).__name__}: {exc}"]
     else:
         problems = check(name, obj)
@@ -116,6 +144,8 @@ def _every(kind: str, group: str, builtin: dict[str, str], get) -> dict:
     for name in sorted(_targets(group, builtin)):
         try:
             found[name] = get(name)
+        except MissingExtra:
+            continue   # an optional peer not installed: `run` names the command
         except InputError as exc:
             warnings.warn(f"skipped {exc}", PluginWarning, stacklevel=3)
     return found
@@ -129,7 +159,7 @@ def methods() -> dict[str, type[Method]]:
     (harness.plugins.contract.contract_violations) is left out with a one-line PluginWarning
     naming it and what is wrong.
     """
-    return _every("method", METHOD_GROUP, _BUILTIN_METHODS, get_method)
+    return _every("method", METHOD_GROUP, {**_BUILTIN_METHODS, **PEERS}, get_method)
 
 
 @cache
@@ -156,7 +186,7 @@ def get_method(name: str) -> type[Method]:
     """The method class registered as `name` (imports only that plugin), or loaded from a
     method file in this process under its id (harness.plugins.method_files); InputError if there is
     none or it is unusable."""
-    known = _targets(METHOD_GROUP, _BUILTIN_METHODS)
+    known = _targets(METHOD_GROUP, {**_BUILTIN_METHODS, **PEERS})
     if name not in known:
         if (from_file := file_method(name)) is not None:   # a method file's id (Class@hash)
             return from_file
