@@ -1,6 +1,7 @@
 """`python -m harness list`: the registered methods, problem families and presets; with -v (and
 always in --json) each method's settings with their defaults, allowed values and what they do
-(harness.plugins.setting_help)."""
+(harness.plugins.setting_help); the optional peers whose packages are missing, with the command
+that installs them."""
 
 from __future__ import annotations
 
@@ -37,7 +38,22 @@ def listing() -> dict:
                      "parameters": {k: as_text(v) for k, v in params.items()}}
                     for name, (fam, params) in presets().items()],
         "files": FILES,
+        "not_installed": not_installed(),
     }
+
+
+def not_installed() -> list[dict]:
+    """The optional peers (harness.plugins.registry.PEERS) whose packages are missing, each
+    with what is missing and the command that installs it."""
+    from harness.plugins.registry import PEERS, MissingExtra, get_method
+
+    out = []
+    for name in PEERS:
+        try:
+            get_method(name)
+        except MissingExtra as exc:
+            out.append({"name": name, "why": str(exc)})
+    return out
 
 
 def setting_line(name: str, setting: dict) -> str:
@@ -71,6 +87,10 @@ def run(args) -> int:
         spec = ",".join(f"{k}={v}" for k, v in p["parameters"].items())
         print(f"  {p['name']:<24} {p['family']}:{spec}")
     print(f"files: {FILES}")
+    if data["not_installed"]:
+        names = ", ".join(m["name"] for m in data["not_installed"])
+        print(f"not installed (optional peers: PyMC, GPyTorch): {names}; "
+              f'pip install -e ".[peers]" adds them')
     if verbosity == NORMAL:
         print("each method's settings, with its default and what it does: list -v")
     return 0

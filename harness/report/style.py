@@ -35,6 +35,8 @@ KNOWN = {
     "ess": ("purple", "<"), "vb-meanfield": ("purple", "D"),
     "scipy-genz": ("wine", "^"),
     "hmc": ("black", ">"), "laplace": ("black", "s"),
+    # the optional peers (harness.plugins.registry.PEERS)
+    "pymc-nuts": ("sky", "<"), "pymc-smc": ("wine", "o"), "gpytorch-vgp": ("purple", "s"),
 }
 KNOWN = {m: (COLOURS[c], marker) for m, (c, marker) in KNOWN.items()}
 

@@ -111,3 +111,31 @@ def test_a_plugin_gets_no_shared_line():
             raise NotImplementedError
 
     assert {s["help"] for s in describe_settings(Plain).values()} == {""}
+
+
+def test_list_names_the_peers_that_are_not_installed_and_the_command(capsys, monkeypatch):
+    """Without the `peers` extra the PyMC and GPyTorch methods are not listed as methods, and
+    `list` (text and --json) says they exist and how to install them."""
+    import sys
+
+    from harness.plugins import registry
+
+    for module in [m for m in sys.modules if m.split(".")[0] in ("pymc", "gpytorch")
+                   or m in ("harness.methods.pymc_gp", "harness.methods.gpytorch_vgp")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "pymc", None)       # import pymc: ModuleNotFoundError
+    monkeypatch.setitem(sys.modules, "gpytorch", None)
+    registry.clear_cache()
+    try:
+        assert main(["list"]) == 0
+        out = capsys.readouterr().out
+        assert "pymc-smc" not in out.split("problem families:")[0]
+        line = next(x for x in out.splitlines() if x.startswith("not installed"))
+        assert all(p in line for p in registry.PEERS) and 'pip install -e ".[peers]"' in line
+        assert main(["list", "--json"]) == 0
+        missing = json.loads(capsys.readouterr().out)["not_installed"]
+        assert {m["name"] for m in missing} == set(registry.PEERS)
+        assert all('.[peers]' in m["why"] for m in missing)
+    finally:
+        monkeypatch.undo()
+        registry.clear_cache()
