@@ -103,7 +103,9 @@ def test_estimate_bounds_the_measured_peak(name, settings, spec, budget):
     if _malloc_trim is not None:
         _malloc_trim(0)
     record = run_one(problem, method, budget, np.random.default_rng(0))
-    assert record["status"] == "ok", record["reason"]
+    # an answer, whatever its status (this test is about memory: vecchia-tilting at its
+    # default m is unreliable here, its test probabilities not settling as m doubles)
+    assert record["status"] in ("ok", "unreliable"), record["reason"]
     measured = record["peak_memory_mb"] * 2**20
     est = job_memory(problem.summary(), method, budget)
     assert est.job_bytes >= measured, (est.breakdown, measured)
