@@ -19,9 +19,12 @@ log Z, before -> after. Configurations (`--configs`):
   sov         sir with its default proposal on the same problem (path-degenerate: flagged)
   sov-n500    sir default on markov1d N = 500, rho 0.9, in the given order (ok runs)
   mmt-n4096   minimax-tilting at N = 4,096 (its sequential walk: the same populations)
+  vt-n4096    vecchia-tilting at N = 4,096 (its resampling walk; m = 60, companions for its
+              approximation error: z's here are against the exact truth over the Monte Carlo SE)
+  vsir-n4096  vecchia-sir at N = 4,096 (SOV proposal, resampled: path-degenerate, flagged)
 
     python benchmarks/study_sir_calibration.py [--seeds 30] [--budgets 1000,10000]
-        [--configs tilted,sov,sov-n500]
+        [--configs tilted,sov,sov-n500,mmt-n4096,vt-n4096,vsir-n4096] [--first-seed 0]
 
 The measured table is in docs/studies.md, "Small-budget calibration".
 """
@@ -34,8 +37,11 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from harness.core.qmc import t_coverage_factor
 from harness.methods.minimax_tilting import MinimaxTilting
 from harness.methods.sir import Sir
+from harness.methods.vecchia_sir import VecchiaSir
+from harness.methods.vecchia_tilting import VecchiaTilting
 from harness.plugins.specs import make_problem
 
 MARKOV = "markov1d:n_train={n},rho=0.9,beta=1.0,n_test=50,seed=1,order={order}"
@@ -44,29 +50,34 @@ CONFIGS = {
     "sov": (lambda: Sir(), MARKOV.format(n=2000, order="interleave")),
     "sov-n500": (lambda: Sir(), MARKOV.format(n=500, order="as-given")),
     "mmt-n4096": (lambda: MinimaxTilting(), MARKOV.format(n=4096, order="interleave")),
+    "vt-n4096": (lambda: VecchiaTilting(), MARKOV.format(n=4096, order="interleave")),
+    "vsir-n4096": (lambda: VecchiaSir(), MARKOV.format(n=4096, order="interleave")),
 }
 
 
-def runs(config: str, budget: int, seeds: int) -> list[dict]:
-    """Per seed: ok, K, the log Z error and SE before/after, the test errors and SEs."""
+def runs(config: str, budget: int, seeds: range) -> list[dict]:
+    """Per seed: ok, K, the factor, the log Z error and SE after the factor, the test errors
+    and SEs after it (a method without the factor: its SEs times t_coverage_factor(K))."""
     make, spec = CONFIGS[config]
     method, problem = make(), make_problem(spec)
     truth = problem.truth
     out = []
     with threadpool_limits(1):
         method.prepare(problem)
-        for seed in range(seeds):
+        for seed in seeds:
             est = method.estimate(problem, budget, np.random.default_rng([seed, 77]))
             if est.log_marginal_likelihood_se is None:
                 continue
-            factor = est.diagnostics.get("se_t_factor", 1.0)
+            k = est.diagnostics["randomisations"]
+            applied = "se_t_factor" in est.diagnostics
+            factor = est.diagnostics["se_t_factor"] if applied else t_coverage_factor(k)
+            scale = 1.0 if applied else factor
             out.append({
-                "ok": est.status == "ok", "K": est.diagnostics["randomisations"],
-                "factor": factor,
+                "ok": est.status == "ok", "K": k, "factor": factor, "applied": applied,
                 "lz": est.log_marginal_likelihood - truth.log_marginal_likelihood,
-                "lz_se": est.log_marginal_likelihood_se,
+                "lz_se": scale * est.log_marginal_likelihood_se,
                 "test": est.test_probabilities - truth.test_probabilities,
-                "test_se": est.test_probabilities_se})
+                "test_se": scale * est.test_probabilities_se})
     return out
 
 
@@ -82,6 +93,8 @@ def summary(rows: list[dict], before: bool) -> tuple[float, float, float, float]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=30)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds first-seed .. first-seed + seeds - 1 (to run in pieces)")
     ap.add_argument("--budgets", default="1000,10000")
     ap.add_argument("--configs", default="tilted,sov,sov-n500")
     args = ap.parse_args()
@@ -90,10 +103,11 @@ def main() -> None:
     for config in args.configs.split(","):
         for budget in map(int, args.budgets.split(",")):
             t0 = time.process_time()
-            rows = runs(config, budget, args.seeds)
+            rows = runs(config, budget, range(args.first_seed, args.first_seed + args.seeds))
             cpu = time.process_time() - t0
             ok = [r for r in rows if r["ok"]]
-            head = (f"{config:10s} {budget:7d} {rows[0]['K']:3d}  {rows[0]['factor']:5.3f}  "
+            mark = " " if rows[0]["applied"] else "*"   # *: the factor not applied by the run
+            head = (f"{config:10s} {budget:7d} {rows[0]['K']:3d}  {rows[0]['factor']:5.3f}{mark} "
                     f"{len(ok):3d}/{len(rows):<3d}")
             if len(ok) < 2:
                 print(f"{head}  (no ok runs to judge: flagged by the run's own rules)"

@@ -78,6 +78,5 @@ class Sir(OrthantMethod, Method):
                                factorisation=self.factorisation, block_size=self.block_size,
                                name=self.name, label=self.label())
         step = Tilted(twisted=True) if self.proposal == "tilted" else SovProposal()
-        walk = Resampled(self.ess_threshold, self.resampling, self.randomisations,
-                         t_interval=True)
+        walk = Resampled(self.ess_threshold, self.resampling, self.randomisations)
         return OrthantSampler(factor, step, walk, self.name, self.chunk_mb)

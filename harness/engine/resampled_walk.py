@@ -149,14 +149,15 @@ class Resampled:
         Independent populations; 0: budget // PARTICLES_EACH, clipped to [10, 40].
     t_interval : bool
         Standard errors times harness.core.qmc.t_coverage_factor(populations), so that
-        ±2.5 SE keeps the normal coverage under the populations' t (methods.sir; docs/math.md
-        §7b).
+        ±2.5 SE keeps the normal coverage under the populations' t (docs/math.md §7b). On by
+        default: sir, minimax-tilting's and vecchia-tilting's sequential walks and vecchia-sir
+        take it (docs/studies.md, "Small-budget calibration").
     """
 
     ess_threshold: float = 0.5
     resampling: str = "systematic"
     randomisations: int = 0
-    t_interval: bool = False
+    t_interval: bool = True
     streams = True                # random points, generated a block at a time if the factor
     #                               holds only the rows still read
     bytes_per_projection = 16     # projections H and the spare the resampling gathers into
