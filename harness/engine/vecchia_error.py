@@ -141,10 +141,9 @@ def _memory_estimate(self, n_train: int, n_test: int, budget: int) -> MemoryEsti
 
 def _prepare(self, problem: Problem) -> None:
     OrthantMethod.prepare(self, problem)
-    check_ordering(problem, self.m, self.ordering, self.label())
     for mm in _companions(self, problem.n_train):
-        if mm != self.m:
-            with_m(self, mm).prepare(problem)
+        if mm != self.m:   # the companions' factors, without a warning of their own
+            OrthantMethod.prepare(with_m(self, mm), problem)
 
 
 def _estimate_part_with_companions(self, problem: Problem, budget: int,
@@ -156,7 +155,7 @@ def _estimate_part_with_companions(self, problem: Problem, budget: int,
     part = OrthantMethod._estimate_part(self, problem, budget, rng)
     if part.get("failed"):
         return part
-    excess = check_ordering(problem, self.m, self.ordering, self.label())
+    excess = check_ordering(problem, self.m, self.ordering, self.label())   # one warning a run
     if excess is not None:
         part["setup"]["ordering_excess_nats"] = excess
     if not ms:

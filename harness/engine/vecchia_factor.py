@@ -55,6 +55,8 @@ ORDERING_EXCESS_MAX = 0.5   # nats of KL an order may lose to 'auto''s (ordering
 class NonLocalOrderingWarning(UserWarning):
     """The problem's own order ('given') is far from local for the Vecchia approximation."""
 
+    one_line = True   # the CLI prints it as one line (harness.cli)
+
 
 @dataclass(frozen=True)
 class VecchiaStructure:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.cli.main import main
-from harness.execution.formatting import error_in_se, format_record
+from harness.execution.formatting import error_in_se, format_record, off_line
 from harness.execution.timed import estimate_fields
 from harness.model.result import Estimate
 from harness.plugins.contract import contract_violations
@@ -32,13 +32,18 @@ def test_run_json_says_approximation_and_the_settings_that_reduce_it(capsys, tmp
     assert vecchia["approximation"] is True and vecchia["closer_with"] == ["m", "ordering"]
     ep = _run_json(capsys, "linear1d-p1", "ep", "--budget", "1")
     assert ep["approximation"] is True and "closer_with" not in ep
-    # on linear1d-p1, m = 2 in the given order is far off: the run's text blames the
-    # approximation and names m and ordering, never a larger budget
-    text = format_record(vecchia)
-    assert "status: ok (approx.)" in text
-    off = " ".join(text[text.index("  off:"):].split())
+    # on linear1d-p1, m = 2 in the given order is far off and not local: unreliable, and
+    # its text says approx. beside the status and names the ordering
+    text = " ".join(format_record(vecchia).split())
+    assert vecchia["status"] == "unreliable" and "status: unreliable (approx.)" in text
+    assert "use ordering=auto" in text
+    # an approximation's off line blames the approximation and names what reduces it, never
+    # a larger budget
+    off = " ".join(off_line({**vecchia, "approximation_error": 0.0}, 80.0).split())
     assert "no budget removes" in off and "change m or ordering" in off
     assert "larger budget" not in off
+    ep_off = " ".join(off_line(ep, 10.0).split())
+    assert "no setting removes it" in ep_off and "larger budget" not in ep_off
 
 
 def test_an_exact_methods_off_line_is_unchanged():
