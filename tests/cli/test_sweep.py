@@ -42,7 +42,7 @@ def here(tmp_path, monkeypatch):
 
 
 def sweep(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["sweep", *argv, "--no-report"])
+    code = main(["sweep", *argv, "--no-report", "--no-reference"])
     out, err = capsys.readouterr()
     return code, out, err
 

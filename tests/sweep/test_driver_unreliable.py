@@ -35,7 +35,7 @@ problems = ["onefactor:n=20", "{path}"]
     with Client(processes=False, n_workers=1, threads_per_worker=1,
                 dashboard_address=None) as client:
         outcome = run_sweep(parse_sweep(text, "u.toml"), store=store, client=client,
-                            report=False, out=out, err=err)
+                            report=False, out=out, err=err, references=False)
     assert outcome.statuses == {"ok": 1, "unreliable": 1}
     assert "ran 2 jobs in" in out.getvalue() and "(1 ok, 1 unreliable)" in out.getvalue()
     assert "1 unreliable" in err.getvalue()                       # the progress line
