@@ -64,7 +64,7 @@ class SovSums:
     #                              the largest log weights (descending): at least the
     #                              tails.top_count(Σ sizes) that Pareto k̂ is fitted to
     lineages: int | None = None  # distinct first-variable ancestors, summed over the
-    #                              populations (resampling methods only: methods.sir)
+    #                              populations (the resampled walk only)
 
     def to_json(self) -> dict:
         """Plain JSON-safe data (harness.core.partdata: -inf log-sums as None)."""
@@ -123,7 +123,7 @@ def sov_run(sums: SovSums, t_interval: bool = False) -> SovRun:
     randomisations (qmc.batch_error), J* = Σ W Φ(c*/s) / Σ W with the same samples, their
     standard errors from the spread of the randomisations (linearised ratio), at least 1 / S
     where the randomisations' J*_k agree to rounding (qmc.ratio_standard_error). With
-    `t_interval` (a walk of a few populations, methods.sir) every standard error is
+    `t_interval` (the resampled walk's few populations: harness.engine.resampled_walk) every SE is
     multiplied by qmc.t_coverage_factor(K), so that ±2.5 SE keeps the normal coverage under
     the t with K - 1 degrees of freedom (docs/math.md §7b); the estimates are the same."""
     sizes, lse, num = sums.sizes, sums.log_w, sums.log_wf
