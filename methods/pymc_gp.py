@@ -22,17 +22,20 @@ Carlo SE is ArviZ's (the draws' sd over the square root of the ESS, az.mcse).
   estimates no log Z. `unreliable` when ArviZ's R-hat of a test probability exceeds RHAT_MAX,
   its bulk ESS is below ESS_MIN, or NUTS diverged.
 - pymc-smc: pm.sample_smc (tempered SMC, independent Metropolis-Hastings mutations) with
-  `chains` independent chains in turn; the budget is the particles per chain. log Z is the mean
-  of the chains' log marginal likelihoods, its SE their sd over sqrt(chains). Its own
-  diagnostics decide `unreliable`: the R-hat across chains of the final particles (every z_i
-  and test probability) above RHAT_MAX, their bulk ESS below ESS_MIN (measured by hand:
-  R-hat 1.7 and ESS 3 at N = 1,000 where log Z was 37.9 nats off), or the chains' log Z more
-  than LOG_Z_SD_MAX apart.
+  `chains` independent chains in turn; the budget is the particles per chain (M). log Z is the
+  chains' mean. Its low bias at small M is shared by the chains, so their spread (sd /
+  sqrt(chains)) cannot show it: as many chains run first at M/2 (their own seeds) and
+  d = L(M) - L(M/2) estimates it (-d if it halves as M doubles); the stated SE is
+  sqrt(spread_se^2 + d^2 + se(d)^2). The M/2 chains add half the CPU (in the job's time); only
+  their log Z is kept, so the peak memory is the M run's. `unreliable` when |d| > DRIFT_MAX,
+  or by SMC's own diagnostics: the R-hat across chains of the final particles (every z_i and
+  test probability) above RHAT_MAX, their bulk ESS below ESS_MIN (by hand: R-hat 1.7 and ESS
+  3 at N = 1,000 where log Z was 37.9 nats off), or the chains' log Z over LOG_Z_SD_MAX apart.
 
-Random numbers: one seed per chain drawn from the job's rng. Time: the harness's CPU deadline
-is checked after every NUTS draw (pm.sample's callback) and at every likelihood evaluation of
-SMC (a kernel subclass). PyTensor compiles its C code once per model in `prepare` (cached on
-disk in its compiledir), outside the timed call.
+Random numbers: one seed per chain (SMC: per chain and particle count) from the job's rng.
+Time: the harness's CPU deadline is checked after every NUTS draw (pm.sample's callback) and
+at every likelihood evaluation of SMC (a kernel subclass). PyTensor compiles its C code once
+per model in `prepare` (cached on disk in its compiledir), outside the timed call.
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ RHAT_MAX = 1.01    # R-hat across chains above this: the chains disagree (Vehtar
                    # at N = 200 SMC read 1.03 with log Z 3.7 nats (20 SE) off (docs/studies.md)
 ESS_MIN = 400      # bulk ESS below this (Vehtari et al.: 400 for 4 chains): too few draws
 LOG_Z_SD_MAX = 1.0   # nats between SMC chains (harness.model.reliability.LOG_Z_SD_MAX)
+DRIFT_MAX = 1.0    # nats between SMC's log Z at half and at all the particles: beyond it the
+                   # bias need not be the drift's size (markov1d N = 200: drift 1.6-4.2 nats,
+                   # error 0.9-2.6 times it; N = 100: drift 0.56-0.85, error 0.8-1.1 times it;
+                   # docs/studies.md, "Python peers")
 PACKAGES = ("pymc", "pytensor", "arviz")
 
 
@@ -214,12 +221,14 @@ def footprint(chains: int, n_train: int, n_test: int, budget: int,
               "test probabilities per draw": 2 * dense(draws, n_test), **extra})
 
 
-def run_peer(method, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-    """Refuse what it cannot run; else one seed per chain from the job's rng, then sample."""
+def run_peer(method, problem: Problem, budget: int, rng: np.random.Generator,
+             runs: int = 1) -> Estimate:
+    """Refuse what it cannot run; else one seed per chain (and run: `runs` sets of chains) from
+    the job's rng, then sample."""
     why = refusal(problem)
     if why is not None:
         return Estimate.failed(f"{method.name} {why}")
-    seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=method.chains)]
+    seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=runs * method.chains)]
     with quiet():
         return method.sample(problem, latent(problem, method.jitter), budget, seeds)
 
@@ -312,6 +321,15 @@ def _final_stage(values) -> float:
     return float(stages[-1]) if len(stages) else float("nan")
 
 
+def _per_chain(stat, chains: int) -> list[list[float]]:
+    """A stage-wise SMC statistic as one list of stages per chain. When the chains took
+    different numbers of stages ArviZ stores them as one row of per-chain lists (chain
+    dimension 1), where selecting by chain gave the last chain's values alone (its SE NaN)."""
+    values = np.asarray(stat.values, dtype=object)
+    rows = list(values) if stat.sizes["chain"] == chains else list(np.ravel(values))
+    return [_flat(r) for r in rows]
+
+
 def _deadline_kernel():
     """PyMC's IMH kernel with the harness's deadline checked at every likelihood evaluation."""
     from pymc.smc.kernels import IMH
@@ -338,9 +356,9 @@ class PymcSmc(Method):
 
     name = "pymc-smc"
     summary = ("PyMC sample_smc on the latent GP, probit likelihood (a peer: pip install -e "
-               "'.[peers]'): log Z from the chains' mean, SE from their spread; R-hat and "
-               "ESS decide unreliable")
-    budget_unit = "SMC particles per chain"
+               "'.[peers]'): log Z from the chains' mean, SE from their spread and the "
+               "change from half the particles; R-hat, ESS and that change decide unreliable")
+    budget_unit = "SMC particles per chain (and as many chains at half of them)"
     tags = Tags(handles_orthant=False)
     checks = CheckSettings(smoke_budget=1000, skip={
         "accuracy": "8 SMC runs at N = 200 take minutes; tests/methods/test_peers_pymc.py "
@@ -369,28 +387,48 @@ class PymcSmc(Method):
         return False   # K comes from PyMC's covariance function, not problem.K
 
     def _estimate(self, problem: Problem, budget: int, rng: np.random.Generator) -> Estimate:
-        return run_peer(self, problem, budget, rng)
+        return run_peer(self, problem, budget, rng, runs=2)
 
-    def sample(self, problem, latent, budget, seeds):
+    def _smc(self, latent, particles: int, seeds: list[int]):
+        """The chains at this particle count: their final log Z each, and the InferenceData."""
         import pymc as pm
 
         with latent.model():
-            idata = pm.sample_smc(draws=budget, kernel=_deadline_kernel(), chains=self.chains,
-                                  cores=1, random_seed=seeds, threshold=self.threshold,
-                                  progressbar=False, compute_convergence_checks=False)
-        lml = idata.sample_stats["log_marginal_likelihood"]
-        per_chain = [_final_stage(lml.sel(chain=c).values) for c in lml.chain.values]
-        per_chain = np.array(per_chain)
-        stages = max(len(_flat(idata.sample_stats["beta"].sel(chain=c).values))
-                     for c in lml.chain.values)
+            idata = pm.sample_smc(draws=particles, kernel=_deadline_kernel(),
+                                  chains=self.chains, cores=1, random_seed=seeds,
+                                  threshold=self.threshold, progressbar=False,
+                                  compute_convergence_checks=False)
+        stages = _per_chain(idata.sample_stats["log_marginal_likelihood"], self.chains)
+        return np.array([_final_stage(r) for r in stages]), idata
+
+    def sample(self, problem, latent, budget, seeds):
+        full_seeds, half_seeds = seeds[:self.chains], seeds[self.chains:]
+        # the half-count chains first, only their log Z kept: the peak memory is the full run's
+        half, _ = self._smc(latent, max(budget // 2, 1), half_seeds)
+        per_chain, idata = self._smc(latent, budget, full_seeds)
+        stages = max(len(r) for r in _per_chain(idata.sample_stats["beta"], self.chains))
+        if len(per_chain) != self.chains or len(half) != self.chains:
+            return Estimate.failed(f"SMC returned {len(per_chain)} and {len(half)} chains' log "
+                                   f"Z, not {self.chains}")
         z = np.asarray(idata.posterior["z"])
         g = latent.predictions(z)
         stats = arviz_summary({"z": z, "test": g})
         rhat, ess = _worst(stats, "rhat", max), _worst(stats, "ess", min)
         log_z = float(np.mean(per_chain))
         sd = float(np.std(per_chain, ddof=1))
+        spread_se = sd / np.sqrt(self.chains)
+        half_log_z = float(np.mean(half))
+        drift = log_z - half_log_z   # -(the bias at the full count) if it is O(1/particles)
+        drift_se = float(np.sqrt(sd**2 + np.var(half, ddof=1)) / np.sqrt(self.chains))
+        bias_scale = float(np.hypot(drift, drift_se))   # |d| with its own noise
+        total_se = float(np.hypot(spread_se, bias_scale))
         diagnostics = {"chains": self.chains, "particles": budget, "stages": stages,
                        "rhat_max": rhat, "ess_min": ess, "chain_log_z_sd": sd,
+                       "spread_se": spread_se, "half_particles_log_z": half_log_z,
+                       "particle_drift": drift, "particle_drift_se": drift_se,
+                       "particle_bias_scale": bias_scale,
+                       "chain_log_z": ",".join(f"{v:.6f}" for v in per_chain),
+                       "half_chain_log_z": ",".join(f"{v:.6f}" for v in half),
                        **package_versions()}
         if not np.isfinite(log_z):
             return Estimate.failed("SMC's log marginal likelihood is not finite", **diagnostics)
@@ -401,8 +439,13 @@ class PymcSmc(Method):
             reasons.append(f"bulk ESS of the final particles {ess:.3g} < {ESS_MIN}")
         if sd > LOG_Z_SD_MAX:
             reasons.append(f"the chains' log Z spread by {sd:.3g} > {LOG_Z_SD_MAX} nats")
+        if abs(drift) > DRIFT_MAX:
+            reasons.append(f"SMC log Z still moving with the particle count: {drift:+.3g} nats "
+                           f"from {budget // 2:,} to {budget:,} particles a chain (> {DRIFT_MAX} "
+                           f"nats, where the bias no longer halves as they double); more "
+                           f"particles (budget)")
         probs = np.clip(g.mean(axis=(0, 1)), 0.0, 1.0) if problem.n_test else np.empty(0)
         se = stats["mcse"]["test"] if problem.n_test else None
-        return Estimate(min(log_z, 0.0), probs, log_marginal_likelihood_se=sd / np.sqrt(
-            self.chains), test_probabilities_se=se, diagnostics=diagnostics,
+        return Estimate(min(log_z, 0.0), probs, log_marginal_likelihood_se=total_se,
+            test_probabilities_se=se, diagnostics=diagnostics,
             status="unreliable" if reasons else "ok", reason="; ".join(reasons))

@@ -12,7 +12,13 @@ pytest.importorskip("arviz")
 
 from harness.core.kernels import PRML, RBF, Kernel, Linear, Matern12, Matern32, Matern52  # noqa: E402
 from harness.datasets.markov1d import markov1d  # noqa: E402
-from harness.methods.pymc_gp import PymcNuts, PymcSmc, pymc_covariance  # noqa: E402
+from harness.methods.pymc_gp import (  # noqa: E402
+    PymcNuts,
+    PymcSmc,
+    _final_stage,
+    _per_chain,
+    pymc_covariance,
+)
 from harness.model.problem import Problem  # noqa: E402
 from harness.plugins.check_suite import check_method  # noqa: E402
 from harness.plugins.registry import get_method, methods  # noqa: E402
@@ -42,18 +48,60 @@ def test_the_problems_own_entry(small):
     assert float(cov(small.X_train).eval()[0, 1]) == pytest.approx(small.K[0, 1], rel=1e-12)
 
 
-def test_smc_log_z_within_its_errors_of_the_truth(small):
-    """4 chains of 4,000 particles (about 6 s): the chains' spread is the SE. Measured bias on
-    this problem (seeds 0-3): -0.007 to -0.038 nats, 0.6-4.5 SE, so the tolerance is 4 SE plus
-    0.05 nats (PyMC's SMC log Z is biased low at small particle counts; docs/studies.md)."""
-    est = PymcSmc().estimate(small, 4000, np.random.default_rng(2))
+@pytest.mark.parametrize("particles, seed", [(1000, 0), (1000, 2), (4000, 2)])
+def test_smc_log_z_within_its_errors_of_the_truth(small, particles, seed):
+    """4 chains at `particles` and 4 at half (2-7 s). Before the half-count run the SE was the
+    chains' spread alone and missed the shared low bias (at N = 30, 1,000 particles: 2.3-10.9
+    SE over seeds 0-5); now it includes d = L(M) - L(M/2), so an ok log Z is within 3 SE."""
+    est = PymcSmc().estimate(small, particles, np.random.default_rng(seed))
     truth = small.truth
-    assert est.status == "ok", est.reason
-    assert est.diagnostics["rhat_max"] < 1.01 and est.diagnostics["ess_min"] > 400
+    d = est.diagnostics
+    assert est.status in ("ok", "unreliable")
+    assert est.status == "unreliable" or d["rhat_max"] < 1.01 and d["ess_min"] > 400
     se = est.log_marginal_likelihood_se
-    assert abs(est.log_marginal_likelihood - truth.log_marginal_likelihood) <= 4 * se + 0.05
+    assert se >= d["spread_se"] and se >= abs(d["particle_drift"])
+    if est.status == "ok":
+        assert abs(est.log_marginal_likelihood - truth.log_marginal_likelihood) <= 3 * se
     z = (est.test_probabilities - truth.test_probabilities) / est.test_probabilities_se
     assert np.max(np.abs(z)) < 4.5
+
+
+def test_smc_bias_at_few_particles_is_not_a_bare_ok():
+    """markov1d N = 40, rho 0.9, 1,000 particles: log Z 0.09-0.16 nats low, 1.2-4.5 spread SEs
+    (seeds 0-5). The stated SE now covers it (or the run is unreliable)."""
+    problem = markov1d(n_train=40, n_test=10, rho=0.9, beta=1.0)
+    truth = problem.truth.log_marginal_likelihood
+    for seed in (3, 5):   # 3.5 and 4.5 spread SEs off before
+        est = PymcSmc().estimate(problem, 1000, np.random.default_rng(100 + seed))
+        err = est.log_marginal_likelihood - truth
+        assert abs(err) > 3 * est.diagnostics["spread_se"]   # the spread alone misses it
+        assert est.status == "unreliable" or abs(err) <= 3 * est.log_marginal_likelihood_se
+
+
+def test_smc_still_moving_with_the_particle_count_is_unreliable(small, monkeypatch):
+    """Constructed: the half-count chains' log Z 1.5 nats lower than the full count's."""
+    real = PymcSmc._smc
+
+    def shifted(self, latent, particles, seeds):
+        log_z, idata = real(self, latent, particles, seeds)
+        return (log_z - 1.5 if particles < 400 else log_z), idata
+
+    monkeypatch.setattr(PymcSmc, "_smc", shifted)
+    est = PymcSmc().estimate(small, 400, np.random.default_rng(0))
+    assert est.status == "unreliable"
+    assert "still moving with the particle count" in est.reason and "budget" in est.reason
+    assert est.log_marginal_likelihood_se > 1.4
+
+
+def test_chains_with_different_stage_counts_each_give_their_log_z():
+    """ArviZ stores ragged stages as one row of per-chain lists (chain dimension 1)."""
+    xr = pytest.importorskip("xarray")
+    ragged = np.empty((1, 3), dtype=object)
+    ragged[0] = [[np.nan, -2.0], [np.nan, np.nan, -3.0], [np.nan, -4.0]]
+    stat = xr.DataArray(ragged, dims=("chain", "draw"))
+    assert [_final_stage(r) for r in _per_chain(stat, 3)] == [-2.0, -3.0, -4.0]
+    even = xr.DataArray(np.array([[np.nan, -2.0], [np.nan, -3.0]]), dims=("chain", "draw"))
+    assert [_final_stage(r) for r in _per_chain(even, 2)] == [-2.0, -3.0]
 
 
 def test_nuts_test_probabilities_within_their_errors(small):
