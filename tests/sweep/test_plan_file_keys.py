@@ -48,7 +48,7 @@ def client():
 def sweep(text, store, client) -> str:
     out = io.StringIO()
     run_sweep(parse_sweep(text), store=store, client=client, report=False, out=out,
-              err=io.StringIO())
+              err=io.StringIO(), references=False)   # about job keys, not references
     return out.getvalue()
 
 
