@@ -13,6 +13,7 @@ scaled by its cost's power of N (SCALING), predicts more than --limit is skipped
 PyTensor's C compilation runs in g++ child processes in `prepare`: not in these seconds.
 
     python benchmarks/bench_python_peers.py [--sizes 200,1000,4000] [--limit 900]
+                                            [--methods pymc-smc,gpytorch-vgp]
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def row(n: int, name: str, budget: int, record: dict, truth) -> str:
     d = record.get("diagnostics") or {}
     said = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
                      for k, v in d.items() if k in ("rhat_max", "ess_min", "chain_log_z_sd",
-                                                   "divergences", "stages", "converged"))
+                                                   "particle_drift", "divergences", "stages",
+                                                   "converged"))
     return (f"| {n:,} | {name} | {budget:,} | {dlz} | "
             f"{'—' if se is None else f'{se:.3g}'} | "
             f"{'—' if err is None else f'{err.mean():.2e}'} | "
@@ -71,14 +73,20 @@ def main() -> None:
     parser.add_argument("--sizes", default="200,1000,4000")
     parser.add_argument("--limit", type=float, default=900.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--methods", default="",
+                        help="comma-separated names from CASES to run (default: all)")
     args = parser.parse_args()
+    chosen = set(args.methods.split(",")) if args.methods else {c[0] for c in CASES}
+    unknown = chosen - {c[0] for c in CASES}
+    if unknown:
+        parser.error(f"unknown methods {sorted(unknown)}: choose from {[c[0] for c in CASES]}")
     print("| N | method | budget | dlogZ | SE | test MAE | test max | CPU s | set-up CPU s "
           "| peak MB | status | diagnostics |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     last: dict[str, tuple[int, float]] = {}
     for n in [int(s) for s in args.sizes.split(",")]:
         problem = markov1d(n_train=n, n_test=50, rho=0.9, beta=1.0)
-        for name, settings, budget in CASES:
+        for name, settings, budget in [c for c in CASES if c[0] in chosen]:
             try:
                 cls = get_method(name)
             except InputError as exc:
