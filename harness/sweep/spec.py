@@ -66,6 +66,7 @@ TOP_KEYS = ("name", "description", "seed", "replicates", "time_limit", "memory_l
             "no_workers_timeout", "worker_ttl", "parts")
 OUTPUT_KEYS = ("store", "report", "references")
 MAX_JOBS = 1_000_000
+MAX_NESTING = 16   # arrays and tables in arrays and tables: far more than any sweep file needs
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,19 @@ def load_sweep(path: str | Path, *, build: bool = True) -> Sweep:
     return parse_sweep(text, str(path), build=build)
 
 
+def nesting(value: Any) -> int:
+    """How deeply arrays and tables nest in a parsed TOML value (a scalar: 0), without
+    recursion."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth + 1)
+            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                 else item))
+    return deepest
+
+
 def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Sweep:
     """`load_sweep` of a sweep file's text; `path` names it in errors and anchors its
     relative paths ("<sweep>": the working directory)."""
@@ -186,6 +200,9 @@ def parse_sweep(text: str, path: str = "<sweep>", *, build: bool = True) -> Swee
     except RecursionError:   # tomllib parses nested arrays and tables recursively
         raise w.error("", "nests arrays or tables too deeply to be read",
                       "a sweep file needs at most two levels (a list of tables)") from None
+    if nesting(raw) > MAX_NESTING:   # whatever the recursion limit (pymc raises it to 10,000)
+        raise w.error("", "nests arrays or tables too deeply to be read",
+                      "a sweep file needs at most two levels (a list of tables)")
     check_keys(w, "", raw, TOP_KEYS)
     default_name = Path(path).stem if path != "<sweep>" else "sweep"
     name = raw.get("name", default_name)
