@@ -233,7 +233,7 @@ def expand_methods(w: Where, value: Any, budgets: tuple[int, ...] | None,
     """The methods table -> method instances; a key `path.py:Class` is a method file, its
     path relative to `base` (the sweep file's folder)."""
     from harness.plugins.method_files import is_file_ref
-    from harness.plugins.registry import methods
+    from harness.plugins.registry import PEERS, get_method, methods
 
     known = methods()
     classes: dict[str, type] = dict(known)
@@ -254,6 +254,11 @@ def expand_methods(w: Where, value: Any, budgets: tuple[int, ...] | None,
         if is_file_ref(name):
             name, classes[name], files[name] = file_method(w, name, base, known)
         elif name not in known:
+            if name in PEERS:   # a peer whose optional packages are missing: how to add them
+                try:
+                    get_method(name)
+                except InputError as exc:
+                    raise w.own(f"methods.{name}", exc) from None
             raise w.error(f"methods.{name}", "unknown method", did_you_mean(name, list(known)))
         if isinstance(body, dict):
             tables.append((name, f"methods.{name}", body))
@@ -262,9 +267,9 @@ def expand_methods(w: Where, value: Any, budgets: tuple[int, ...] | None,
         else:
             raise w.error(f"methods.{name}", "must be a table of settings (or an array of tables)",
                           f"write [methods.{name}] and its settings on the lines below")
-    if every_method:
+    if every_method:   # the harness's own methods; a peer (PyMC, GPyTorch) only when named
         tables.extend((name, f"methods.{name} (every_method)", {})
-                      for name in known if name not in value)
+                      for name in known if name not in value and name not in PEERS)
     for name, where, body in tables:
         cls = classes[name]
         defaults = cls.setting_defaults()

@@ -12,7 +12,7 @@ Every key of a sweep file (see sweeps/quick.toml)::
     worker_ttl = 120             # seconds before a silent local worker is restarted
     parts = "auto"               # or N: split jobs into parts (default 1: no; below)
     budgets = [1000, 10000]      # or a log-spaced range { start = 1e3, stop = 1e5, num = 5 }
-    every_method = true          # also run every registered method not listed below
+    every_method = true          # also every registered method not listed below (not the peers)
     kind = "tune"                # optional: "tune" with a [tune] table (harness.sweep.tune),
     #                              or "reference" with [reference] (harness.sweep.reference_kind)
     problems = [

@@ -201,3 +201,28 @@ def test_settings_that_cannot_run_a_budget_are_refused_before_any_job(tmp_path):
             walkers = 10
             budgets = [10]
         """)
+
+
+def test_every_method_leaves_the_peers_out_and_a_missing_peer_names_its_extra(monkeypatch):
+    """every_method runs the harness's own methods; a peer (PyMC, GPyTorch: an optional extra)
+    runs only when named, and naming one whose packages are missing says how to add them."""
+    import sys
+
+    from harness.plugins import registry
+
+    sweep = parse_sweep('problems = ["linear1d-p1"]\nbudgets = [100]\nevery_method = true\n')
+    assert not {m.name for m in sweep.methods} & set(PEERS)
+    for module in [m for m in sys.modules if m.split(".")[0] in ("pymc", "gpytorch")
+                   or m in ("harness.methods.pymc_gp", "harness.methods.gpytorch_vgp")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "pymc", None)
+    registry.clear_cache()
+    try:
+        with pytest.raises(InputError) as info:
+            parse_sweep('problems = ["linear1d-p1"]\nbudgets = [100]\n[methods.pymc-nuts]\n',
+                        "p.toml")
+        assert str(info.value).startswith("p.toml: methods.pymc-nuts")
+        assert 'pip install -e ".[peers]"' in str(info.value)
+    finally:
+        monkeypatch.undo()
+        registry.clear_cache()
