@@ -192,8 +192,9 @@ def _check(sweep, args, workers) -> int:
     from pathlib import Path
 
     from harness.sweep.driver import check_writable, plan_lines, stored_job_ids
-    from harness.sweep.missing_references import missing, plan_line, stored_references
+    from harness.sweep.missing_references import missing, plan_line
     from harness.sweep.plan import former_keys_line, keep_stored_keys, plan
+    from harness.sweep.reference_kind import stored_references
 
     store = Path(args.store) if args.store else sweep.store
     check_writable(store, "store")

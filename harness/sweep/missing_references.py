@@ -25,7 +25,11 @@ from typing import Any
 
 from harness.model.reference_values import resolves, same_problem
 from harness.sweep.grid import ProblemEntry
-from harness.sweep.reference_kind import ReferenceSettings, expected_record, is_stored
+from harness.sweep.reference_kind import (
+    ReferenceSettings,
+    expected_record,
+    is_stored,
+)
 
 LOG_Z_TARGET = 0.01     # the verdict's tightest targets (harness.analysis.verdict.TARGETS)
 MAE_TARGET = 1e-3
@@ -52,16 +56,6 @@ def missing(problems: Sequence[ProblemEntry], stored: dict[str, dict[str, Any]],
             continue
         out.append(p)
     return out
-
-
-def stored_references(store_path) -> dict[str, dict[str, Any]]:
-    """The references stored at `store_path`, read-only ({} when there is no store yet)."""
-    from harness.execution.store import ResultStore, store_file
-
-    if store_file(store_path) is None:
-        return {}
-    with ResultStore(store_path, read_only=True) as st:
-        return st.references()
 
 
 def plan_line(problems: Sequence[ProblemEntry]) -> str:

@@ -194,14 +194,19 @@ def is_stored(record: dict[str, Any] | None, expected: dict[str, Any]) -> bool:
             and (expected["check"] is None or run.get("settings") == expected["check_settings"]))
 
 
+def stored_references(store_path: Path) -> dict[str, dict[str, Any]]:
+    """The references stored at `store_path`, read-only ({} when there is no store yet)."""
+    from harness.execution.store import ResultStore, store_file
+
+    if store_file(store_path) is None:
+        return {}
+    with ResultStore(store_path, read_only=True) as st:
+        return st.references()
+
+
 def plan_lines(sweep, store: Path) -> list[str]:
     """`sweep --check` of a reference sweep: each problem's settings and whether it is done."""
-    from harness.execution.store import ResultStore
-
-    stored = {}
-    if store.exists():
-        with ResultStore(store, read_only=True) as st:
-            stored = st.references()
+    stored = stored_references(store)
     lines = []
     for p in sweep.problems:
         s = sweep.reference.for_problem(p.spec)

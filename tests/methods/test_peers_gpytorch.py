@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_cases import KERNELS, X, kernel_name
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("gpytorch")
 
-from harness.core.kernels import PRML, RBF, Linear, Matern12, Matern32, Matern52  # noqa: E402
 from harness.core.threads import compute_threads  # noqa: E402
 from harness.datasets.markov1d import markov1d  # noqa: E402
 from harness.execution.runner import run_one  # noqa: E402
@@ -27,11 +27,8 @@ def small():
     return markov1d(n_train=40, n_test=10, rho=0.9, beta=1.0)
 
 
-@pytest.mark.parametrize("kernel", [RBF(0.3, 2.0), Matern12(0.2, 1.5), Matern32(0.4, 0.7),
-                                    Matern52(0.5, 1.2), Linear(0.8),
-                                    PRML(1.5, 4.0, 0.3, 0.2)], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", KERNELS, ids=kernel_name)
 def test_the_kernel_gpytorch_builds_is_the_problems(kernel):
-    X = np.array([[0.1, 0.4], [0.35, -0.2], [0.9, 0.5]])
     k = gpytorch_kernel(kernel)
     K = k(torch.as_tensor(X)).to_dense().detach().numpy()
     # GPyTorch computes distances its own way (1e-7 relative)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_cases import KERNELS, X, kernel_name
 
 pytest.importorskip("pymc")
 pytest.importorskip("arviz")
 
-from harness.core.kernels import PRML, RBF, Kernel, Linear, Matern12, Matern32, Matern52  # noqa: E402
+from harness.core.kernels import Kernel  # noqa: E402
 from harness.datasets.markov1d import markov1d  # noqa: E402
 from harness.methods.pymc_gp import (  # noqa: E402
     PymcNuts,
@@ -32,11 +33,8 @@ def small():
     return markov1d(n_train=30, n_test=10, rho=0.5, beta=0.5)
 
 
-@pytest.mark.parametrize("kernel", [RBF(0.3, 2.0), Matern12(0.2, 1.5), Matern32(0.4, 0.7),
-                                    Matern52(0.5, 1.2), Linear(0.8),
-                                    PRML(1.5, 4.0, 0.3, 0.2)], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", KERNELS, ids=kernel_name)
 def test_the_covariance_pymc_builds_is_the_problems(kernel):
-    X = np.array([[0.1, 0.4], [0.35, -0.2], [0.9, 0.5]])
     cov = pymc_covariance(kernel, 2)
     assert float(cov(X).eval()[0, 1]) == pytest.approx(kernel(X, X)[0, 1], rel=1e-12)
     # PyMC's distance is sqrt(r^2 + 1e-12): its Matérn-1/2 diagonal is beta (1 - 1e-6 / ls)
